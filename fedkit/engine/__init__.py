@@ -1,0 +1,7 @@
+"""Client execution engines and the functional view of models they share."""
+from .engines import ENGINES, Engine, RoundResult, SequentialEngine, VectorizedEngine
+from .functional import FlatModel, evaluate, make_client_step
+from .plan import ClientPlan, local_steps, make_plan
+
+__all__ = ["ENGINES", "ClientPlan", "Engine", "FlatModel", "RoundResult", "SequentialEngine",
+           "VectorizedEngine", "evaluate", "local_steps", "make_client_step", "make_plan"]

@@ -1,0 +1,123 @@
+"""How the sampled clients execute a round: one after another, or all at once with torch.func.vmap.
+
+Both engines run the same single-client functions (``make_client_step`` and the algorithm's ``upload``) on
+the same batch plans, so they produce the same numbers; a test holds them together.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import torch
+from torch.func import vmap
+
+from .functional import FlatModel, make_client_step
+from .plan import ClientPlan
+
+
+@dataclass
+class RoundResult:
+    uploads: dict[str, torch.Tensor]  # stacked [n, ...]
+    train_loss: torch.Tensor  # [n] mean data loss over each client's local steps
+    seconds: list[float]  # wall-clock compute time per client (vectorized: the round's time shared evenly)
+    buffers: dict[str, torch.Tensor] | None = None  # each client's BatchNorm statistics, stacked [n, ...]
+
+
+class Engine:
+    def __init__(self, fm: FlatModel, algorithm, optimizer, task: str, x: torch.Tensor, y: torch.Tensor):
+        self.fm, self.algorithm, self.optimizer = fm, algorithm, optimizer
+        self.x, self.y = x, y
+        self.step = make_client_step(fm, algorithm, optimizer, task)
+
+    def _sync(self):
+        if self.x.is_cuda:
+            torch.cuda.synchronize(self.x.device)
+
+    def train(self, w0: torch.Tensor, recv: dict[str, torch.Tensor], plans: list[ClientPlan], lr: float
+              ) -> RoundResult:
+        raise NotImplementedError
+
+
+class SequentialEngine(Engine):
+    """The reference: each client trains alone; its compute time is measured on its own.
+
+    Set ``trace`` to a list to collect every client's local iterates (for drift pictures).
+    """
+
+    trace: list | None = None
+
+    def train(self, w0, recv, plans, lr):
+        uploads, losses, seconds, buffers = [], [], [], []
+        global_buffers = self.fm.buffers
+        for j, plan in enumerate(plans):
+            self._sync()
+            start = time.perf_counter()
+            self.fm.buffers = {k: v.clone() for k, v in global_buffers.items()}  # this client's statistics
+            mine = {k: v[j] for k, v in recv.items()}
+            w, state = w0.clone(), self.optimizer.init(w0)
+            step_losses, path = [], [w]
+            for k in range(plan.steps):
+                rows = plan.indices[k]
+                w, state, loss = self.step(w, state, w0, mine, self.x[rows], self.y[rows], plan.mask[k], lr)
+                step_losses.append(loss)
+                path.append(w)
+            if self.trace is not None:
+                self.trace.append(path)
+            uploads.append(self.algorithm.upload(w0, w, mine, torch.tensor(float(plan.steps), device=w.device)))
+            losses.append(torch.stack(step_losses).mean())
+            buffers.append(self.fm.buffers)
+            self._sync()
+            seconds.append(time.perf_counter() - start)
+        self.fm.buffers = global_buffers
+        stack = lambda rows: {k: torch.stack([r[k] for r in rows]) for k in rows[0]} if rows[0] else None
+        return RoundResult(stack(uploads), torch.stack(losses).detach(), seconds, stack(buffers))
+
+
+class VectorizedEngine(Engine):
+    """All sampled clients step in lockstep over stacked parameters [n, d]; data are gathered by index.
+
+    Clients with fewer local steps than the longest are masked once they are done.
+    """
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if self.fm.buffers:
+            from ..errors import ConfigError
+            raise ConfigError("engine 'vectorized' cannot run a model with buffers (BatchNorm running "
+                              "statistics); use engine='sequential' or a GroupNorm variant")
+        self.vstep = vmap(self.step, in_dims=(0, 0, None, 0, 0, 0, 0, None))
+        self.vupload = vmap(self.algorithm.upload, in_dims=(None, 0, 0, 0))
+
+    def train(self, w0, recv, plans, lr):
+        self._sync()
+        start = time.perf_counter()
+        n, device = len(plans), w0.device
+        steps = torch.tensor([p.steps for p in plans], device=device)
+        k_max, batch = int(steps.max()), plans[0].indices.shape[1]
+        indices = torch.zeros(n, k_max, batch, dtype=torch.int64)
+        mask = torch.zeros(n, k_max, batch)
+        for j, p in enumerate(plans):
+            indices[j, :p.steps], mask[j, :p.steps] = p.indices, p.mask
+        indices, mask = indices.to(device), mask.to(device)
+
+        w = w0.expand(n, -1).clone()
+        state = vmap(self.optimizer.init)(w)
+        loss_sum = torch.zeros(n, device=device)
+        for k in range(k_max):
+            rows = indices[:, k]
+            w_new, state_new, loss = self.vstep(w, state, w0, recv, self.x[rows], self.y[rows], mask[:, k], lr)
+            active = k < steps
+            if bool(active.all()):
+                w, state = w_new, state_new
+            else:
+                keep = lambda new, old: torch.where(active.view(-1, *[1] * (new.dim() - 1)), new, old)
+                w = keep(w_new, w)
+                state = {key: keep(state_new[key], state[key]) for key in state}
+            loss_sum = loss_sum + torch.where(active, loss, torch.zeros_like(loss))
+        uploads = self.vupload(w0, w, recv, steps.float())
+        self._sync()
+        share = (time.perf_counter() - start) / n
+        return RoundResult(uploads, (loss_sum / steps).detach(), [share] * n)
+
+
+ENGINES = {"sequential": SequentialEngine, "vectorized": VectorizedEngine}

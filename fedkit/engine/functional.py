@@ -1,0 +1,82 @@
+"""A model as a pure function of one flat parameter vector, and the local step built on it."""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import torch
+import torch.nn.functional as F
+from torch.func import functional_call, grad
+
+
+class FlatModel:
+    """Wraps an ``nn.Module`` so that ``fm(w, x)`` evaluates it at the flat parameter vector ``w``."""
+
+    def __init__(self, module: torch.nn.Module):
+        self.module = module
+        named = [(n, p) for n, p in module.named_parameters() if p.requires_grad]
+        self.names = [n for n, _ in named]
+        self.shapes = [p.shape for _, p in named]
+        self.numels = [p.numel() for _, p in named]
+        self.frozen = {n: p.detach() for n, p in module.named_parameters() if not p.requires_grad}
+        self.buffers = dict(module.named_buffers())
+
+    @property
+    def dim(self) -> int:
+        return sum(self.numels)
+
+    def flat(self) -> torch.Tensor:
+        """The module's current trainable parameters as one vector."""
+        return torch.cat([p.detach().reshape(-1) for p in self.module.parameters() if p.requires_grad])
+
+    def unflatten(self, w: torch.Tensor) -> dict[str, torch.Tensor]:
+        return {n: t.view(s) for n, t, s in zip(self.names, w.split(self.numels), self.shapes)}
+
+    def __call__(self, w: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        return functional_call(self.module, {**self.unflatten(w), **self.frozen, **self.buffers}, (x,))
+
+
+def sample_loss(task: str) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
+    """Per-sample loss of a task: cross-entropy for classification, the model output itself for objectives."""
+    if task == "classification":
+        return lambda out, y: F.cross_entropy(out, y, reduction="none")
+    return lambda out, y: out
+
+
+def make_client_step(fm: FlatModel, algorithm, optimizer, task: str):
+    """One local step of one client: ``(w, opt_state, w0, recv, x, y, mask, lr) -> (w, opt_state, loss)``.
+
+    ``mask`` marks the real samples of a padded batch; the returned loss is the batch's data loss at w.
+    """
+    per_sample = sample_loss(task)
+
+    def loss(w, x, y, mask, w0, recv):
+        data = (per_sample(fm(w, x), y) * mask).sum() / mask.sum().clamp_min(1)
+        extra = algorithm.objective(w, w0, recv)
+        return (data if extra is None else data + extra), data
+
+    gradient = grad(loss, has_aux=True)
+
+    def step(w, opt_state, w0, recv, x, y, mask, lr):
+        g, data = gradient(w, x, y, mask, w0, recv)
+        w, opt_state = optimizer.step(w, algorithm.direction(g, w, w0, recv), opt_state, lr)
+        return w, opt_state, data
+
+    return step
+
+
+@torch.no_grad()
+def evaluate(fm: FlatModel, w: torch.Tensor, x: torch.Tensor, y: torch.Tensor, task: str,
+             chunk: int = 2048) -> tuple[float, float]:
+    """(accuracy, mean loss) of the model at w on (x, y); accuracy is NaN for objective tasks."""
+    fm.module.eval()
+    per_sample = sample_loss(task)
+    total_loss, correct = 0.0, 0
+    for start in range(0, len(x), chunk):
+        out = fm(w, x[start:start + chunk])
+        total_loss += per_sample(out, y[start:start + chunk]).sum().item()
+        if task == "classification":
+            correct += (out.argmax(1) == y[start:start + chunk]).sum().item()
+    fm.module.train()
+    accuracy = correct / len(x) if task == "classification" else math.nan
+    return accuracy, total_loss / len(x)

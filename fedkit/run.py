@@ -1,0 +1,204 @@
+"""run(config) -> History: sample, broadcast, train locally, aggregate, evaluate — every round.
+
+Randomness comes from independent streams keyed by (seed, stream, round, client), so changing the algorithm
+changes neither the partition nor the sampled clients nor the minibatches, and a resumed run continues
+exactly where an uninterrupted one would.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+from tqdm.auto import tqdm
+
+from .algorithms import make_algorithm
+from .config import Config
+from .data import load_dataset, make_partition
+from .engine import ENGINES, FlatModel, RoundResult, evaluate, local_steps, make_plan
+from .errors import ConfigError
+from .history import History
+from .models import build_model
+from .optim import make_optimizer
+
+PARTITION, SAMPLING, BATCHES, INIT = range(1, 5)  # random stream ids
+
+
+def rng(seed: int, stream: int, *keys: int) -> np.random.Generator:
+    """An independent generator for one purpose (stream) and one (round, client) key."""
+    return np.random.default_rng(np.random.SeedSequence([seed, stream, *keys]))
+
+
+def default_cache() -> Path:
+    return Path(os.environ.get("FEDKIT_CACHE", Path.home() / ".cache" / "fedkit" / "runs"))
+
+
+@dataclass
+class RoundOutcome:
+    w: torch.Tensor
+    state: dict
+    clients: np.ndarray
+    plans: list
+    message: dict
+    result: RoundResult
+    metrics: dict
+
+
+class Federation:
+    """The fixed parts of an experiment: data on the device, partition, model, algorithm and engine."""
+
+    def __init__(self, cfg: Config):
+        self.cfg = cfg
+        self.device = _device(cfg.device)
+        data = load_dataset(cfg.dataset, **cfg.dataset_args)
+        self.task = data.task
+        labels = data.y_train.numpy() if data.task == "classification" else np.zeros(len(data.y_train), int)
+        extra = {"users": data.users} if cfg.partition == "natural" else {}
+        part_seed = int(rng(cfg.seed, PARTITION).integers(2**31))
+        self.parts = make_partition(cfg.partition, labels, cfg.num_clients, part_seed,
+                                    **extra, **cfg.partition_args)
+        empty = [i for i, p in enumerate(self.parts) if len(p) == 0]
+        if empty:
+            raise ConfigError(f"partition {cfg.partition!r} left client(s) {empty[:10]} without data; "
+                              f"lower num_clients={cfg.num_clients} or change partition_args")
+        self.sizes = torch.tensor([len(p) for p in self.parts], device=self.device)
+        self.x_train, self.y_train = data.x_train.to(self.device), data.y_train.to(self.device)
+        self.x_test, self.y_test = data.x_test.to(self.device), data.y_test.to(self.device)
+
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(int(rng(cfg.seed, INIT).integers(2**31)))
+            module = build_model(cfg.model, data.input_shape, data.num_classes, **cfg.model_args)
+        self.fm = FlatModel(module.to(self.device))
+        self.algorithm = make_algorithm(cfg.algorithm, **cfg.algorithm_args)
+        self.algorithm.configure(num_clients=cfg.num_clients, lr=cfg.lr, server_lr=cfg.server_lr)
+        self.optimizer = make_optimizer(cfg.optimizer or self.algorithm.optimizer, **cfg.optimizer_args)
+        self.engine = ENGINES[cfg.engine](self.fm, self.algorithm, self.optimizer, self.task,
+                                          self.x_train, self.y_train)
+
+    def sample(self, t: int, state) -> np.ndarray:
+        """The clients of round t: a seeded draw without replacement among the eligible ones."""
+        mask = self.algorithm.eligible(state)
+        pool = np.arange(self.cfg.num_clients) if mask is None else np.flatnonzero(mask.cpu().numpy())
+        count = min(self.cfg.sampled_per_round(), len(pool))
+        return np.sort(rng(self.cfg.seed, SAMPLING, t).choice(pool, size=count, replace=False))
+
+    def plans(self, t: int, clients: np.ndarray):
+        c = self.cfg
+        return [make_plan(int(i), self.parts[i], c.batch_size,
+                          local_steps(len(self.parts[i]), c.batch_size, c.local_steps, c.local_epochs),
+                          rng(c.seed, BATCHES, t, int(i))) for i in clients]
+
+    def train_round(self, t: int, w: torch.Tensor, state: dict) -> RoundOutcome:
+        """Round t from global model w: sample, send, train locally, aggregate."""
+        alg = self.algorithm
+        clients = self.sample(t, state)
+        ids = torch.as_tensor(clients, device=self.device)
+        message = alg.message(w, state, ids)
+        plans = self.plans(t, clients)
+        result = self.engine.train(w, {**message, **alg.client_state(state, ids)}, plans, self.cfg.lr)
+        w, state, metrics = alg.aggregate(w, state, result.uploads, ids, self.sizes[ids])
+        if result.buffers:
+            self.average_buffers(result.buffers, alg.weights(self.sizes[ids]))
+        return RoundOutcome(w, state, clients, plans, message, result, metrics)
+
+    def average_buffers(self, stacked: dict[str, torch.Tensor], p: torch.Tensor) -> None:
+        """Global BatchNorm statistics = the clients' statistics averaged with the aggregation weights."""
+        for name, values in stacked.items():
+            target = self.fm.buffers[name]
+            if values.is_floating_point():
+                target.copy_(torch.einsum("n,n...->...", p.to(values.dtype), values))
+            else:  # num_batches_tracked
+                target.copy_(values.max(0).values)
+
+    def evaluate(self, w) -> tuple[float, float]:
+        return evaluate(self.fm, w, self.x_test, self.y_test, self.task)
+
+
+def run(cfg: Config, *, cache: str | Path | bool | None = None, progress: bool = True,
+        callbacks: tuple[Callable[[dict, torch.Tensor], None], ...] = ()) -> History:
+    """Train ``cfg`` and return its History.
+
+    ``cache``: a directory (default $FEDKIT_CACHE or ~/.cache/fedkit/runs), or False for none. A finished
+    run with the same config hash is loaded instead of retrained; an unfinished one resumes from its
+    checkpoint (written after every round). ``callbacks`` get each round's record after it is logged.
+    """
+    run_dir = None
+    if cache is not False:
+        run_dir = Path(default_cache() if cache in (None, True) else cache) / cfg.key()
+        if (run_dir / "meta.json").exists():
+            return History.load(run_dir)
+    fed = Federation(cfg)
+    w = fed.fm.flat()
+    state = fed.algorithm.init(w)
+    acc, loss = fed.evaluate(w)
+    round_rows = [{"round": 0, "test_accuracy": acc, "test_loss": loss, "diverged": False}]
+    client_rows: list[dict] = []
+    start = 1
+    checkpoint = run_dir / "checkpoint.pt" if run_dir else None
+    if checkpoint is not None and checkpoint.exists():
+        saved = torch.load(checkpoint, map_location=fed.device, weights_only=False)
+        w, state, round_rows, client_rows = saved["w"], saved["state"], saved["rounds"], saved["clients"]
+        for name, value in saved["buffers"].items():
+            fed.fm.buffers[name].copy_(value)
+        start = saved["round"] + 1
+
+    diverged = any(r["diverged"] for r in round_rows)
+    bar = tqdm(range(start, cfg.rounds + 1), disable=not progress or diverged, desc=cfg.algorithm,
+               initial=start - 1, total=cfg.rounds)
+    for t in bar:
+        if diverged:
+            break
+        wall = time.perf_counter()
+        rnd = fed.train_round(t, w, state)
+        w, state, clients, result = rnd.w, rnd.state, rnd.clients, rnd.result
+        diverged = not (bool(torch.isfinite(w).all()) and bool(torch.isfinite(result.train_loss).all()))
+        evaluated = not diverged and t % cfg.eval_every == 0
+        acc, loss = fed.evaluate(w) if evaluated else (np.nan, np.nan)
+        diverged = diverged or (evaluated and not np.isfinite(loss))
+        bytes_down = 4 * (w.numel() + sum(v[0].numel() for v in rnd.message.values()))
+        bytes_up = 4 * sum(v[0].numel() for v in result.uploads.values())
+        for j, (i, plan) in enumerate(zip(clients, rnd.plans)):
+            client_rows.append({"round": t, "client": int(i), "samples": int(fed.sizes[i]),
+                                "steps": plan.steps, "train_loss": float(result.train_loss[j]),
+                                "seconds": result.seconds[j], "bytes_up": bytes_up, "bytes_down": bytes_down,
+                                **{k: float(v[j]) for k, v in rnd.metrics.items()}})
+        record = {"round": t, "test_accuracy": acc, "test_loss": loss,
+                  "train_loss": float(result.train_loss.mean()), "clients": len(clients),
+                  "client_seconds_max": max(result.seconds), "client_seconds_sum": sum(result.seconds),
+                  "seconds": time.perf_counter() - wall, "bytes_up": bytes_up * len(clients),
+                  "bytes_down": bytes_down * len(clients), "diverged": diverged}
+        round_rows.append(record)
+        if checkpoint is not None:
+            checkpoint.parent.mkdir(parents=True, exist_ok=True)
+            torch.save({"round": t, "w": w, "state": state, "buffers": fed.fm.buffers, "rounds": round_rows,
+                        "clients": client_rows}, checkpoint)
+        bar.set_postfix(acc=f"{acc:.4f}", loss=f"{record['train_loss']:.4f}")
+        for callback in callbacks:
+            callback(record, w)
+        if cfg.stop_accuracy is not None and acc >= cfg.stop_accuracy:
+            break
+
+    history = History(cfg.to_dict(), pd.DataFrame(round_rows), pd.DataFrame(client_rows), diverged, w)
+    if run_dir is not None:
+        history.save(run_dir, fmt="parquet")
+        checkpoint.unlink(missing_ok=True)
+    return history
+
+
+def _device(name: str) -> torch.device:
+    if name.startswith("cuda") and not torch.cuda.is_available():
+        raise ConfigError(f"device {name!r} requested but CUDA is not available on this machine")
+    if name == "mps" and not torch.backends.mps.is_available():
+        raise ConfigError("device 'mps' requested but MPS is not available on this machine")
+    return torch.device(name)
+
+
+def clear_cache(cfg: Config, cache: str | Path | None = None) -> None:
+    """Forget the cached result (and checkpoint) of ``cfg``."""
+    shutil.rmtree(Path(cache or default_cache()) / cfg.key(), ignore_errors=True)

@@ -1,0 +1,81 @@
+"""Every invalid config value is refused with a message naming the field and the value."""
+import pytest
+
+from fedkit import Config, ConfigError, run
+from fedkit.cli import main
+
+BAD = [
+    ({"algorithm": "fedsgdx"}, "unknown algorithm 'fedsgdx'"),
+    ({"dataset": "imagenet42"}, "unknown dataset 'imagenet42'"),
+    ({"model": "gpt9"}, "unknown model 'gpt9'"),
+    ({"partition": "zipf"}, "unknown partition 'zipf'"),
+    ({"optimizer": "lion"}, "unknown optimizer 'lion'"),
+    ({"num_clients": 0}, "num_clients must be an integer ≥ 1, got 0"),
+    ({"rounds": 2.5}, "rounds must be an integer ≥ 1, got 2.5"),
+    ({"local_steps": 0}, "local_steps must be an integer ≥ 1, got 0"),
+    ({"local_steps": None}, "set exactly one of local_steps and local_epochs"),
+    ({"local_epochs": 2}, "set exactly one of local_steps and local_epochs"),
+    ({"participation": 0.0}, "participation must lie in (0, 1], got 0.0"),
+    ({"participation": 1.5}, "participation must lie in (0, 1], got 1.5"),
+    ({"clients_per_round": 30}, "clients_per_round must be an integer in [1, num_clients=20], got 30"),
+    ({"lr": -0.1}, "lr must be a finite number > 0, got -0.1"),
+    ({"lr": float("nan")}, "lr must be a finite number > 0, got nan"),
+    ({"server_lr": 0}, "server_lr must be a finite number > 0, got 0"),
+    ({"batch_size": 0}, "batch_size must be an integer ≥ 1, got 0"),
+    ({"seed": -1}, "seed must be an integer ≥ 0, got -1"),
+    ({"engine": "turbo"}, "engine must be one of"),
+    ({"device": "tpu"}, "device must be 'cpu', 'cuda', 'cuda:N' or 'mps', got 'tpu'"),
+    ({"algorithm": "fedprox", "algorithm_args": {"mu": -1}}, "fedprox: mu must be ≥ 0, got -1"),
+    ({"algorithm": "fedprox", "algorithm_args": {"zeta": 1}}, "unknown option(s) ['zeta'] for algorithm 'fedprox'"),
+    ({"algorithm_args": {"weighting": "votes"}}, "weighting must be 'data' or 'uniform', got 'votes'"),
+    ({"optimizer": "sgd", "optimizer_args": {"momentum": 1.5}}, "momentum must be in [0, 1), got 1.5"),
+    ({"stop_accuracy": 2}, "stop_accuracy must lie in (0, 1], got 2"),
+]
+
+
+@pytest.mark.parametrize("changes,message", BAD)
+def test_bad_value_is_refused_with_its_name(changes, message):
+    with pytest.raises(ConfigError) as err:
+        Config(**changes)
+    assert message in str(err.value)
+
+
+RUN_TIME_BAD = [
+    ({"partition_args": {"phi": -0.5}}, "phi"),
+    ({"partition_args": {"phi": 0.0}}, "phi"),
+    ({"partition_args": {"rho": 1}}, "rho"),
+    ({"num_clients": 5000, "partition": "iid", "partition_args": {}}, "5000"),
+    ({"model_args": {"depth": 3}}, "depth"),
+    ({"dataset_args": {"colour": True}}, "colour"),
+]
+
+
+@pytest.mark.parametrize("changes,needle", RUN_TIME_BAD)
+def test_bad_values_that_need_the_data_fail_before_training(changes, needle):
+    cfg = Config(**{"dataset": "digits", "model": "mlp", "rounds": 1, **changes})
+    with pytest.raises(ConfigError) as err:
+        run(cfg, cache=False, progress=False)
+    assert needle in str(err.value)
+
+
+def test_config_is_hashable_and_its_key_stable():
+    a, b = Config(seed=1), Config(seed=1)
+    assert a == b and hash(a) == hash(b) and a.key() == b.key()
+    assert len({a, b, Config(seed=2)}) == 2
+    assert Config(partition_args={"phi": 0.1}).key() != Config(partition_args={"phi": 0.2}).key()
+
+
+def test_from_dict_refuses_unknown_fields():
+    with pytest.raises(ConfigError, match="unknown config field"):
+        Config.from_dict({"rounds": 3, "epochz": 2})
+
+
+def test_cli_prints_the_message_and_exits_nonzero_without_traceback(capsys):
+    code = main(["run", "--dataset", "digits", "--model", "mlp", "--partition-args", "{phi: -1}",
+                 "--rounds", "1", "--quiet", "--no-cache"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "phi" in err and "-1" in err
+    assert "Traceback" not in err
+    code = main(["run", "--algorithm", "fedavg,nope", "--quiet"])
+    assert code == 2 and "unknown algorithm 'nope'" in capsys.readouterr().err

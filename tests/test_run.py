@@ -1,0 +1,115 @@
+"""The round loop: engines agree, seeds fix everything, divergence is recorded, runs resume exactly."""
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from fedkit import Config, run
+from fedkit.run import Federation
+
+TIMING = ["seconds", "client_seconds_max", "client_seconds_sum"]
+
+
+def digits_config(**changes) -> Config:
+    base = dict(dataset="digits", partition="dirichlet", partition_args={"phi": 0.3, "min_size": 5},
+                num_clients=8, clients_per_round=5, model="mlp", model_args={"hidden": [32]}, rounds=3,
+                local_steps=4, batch_size=16, lr=0.3, seed=1)
+    return Config(**{**base, **changes})
+
+
+def results(h) -> pd.DataFrame:
+    return h.rounds.drop(columns=TIMING, errors="ignore")
+
+
+def client_results(h) -> pd.DataFrame:
+    return h.clients.drop(columns=["seconds"])
+
+
+@pytest.mark.parametrize("algorithm,args", [("fedavg", {}), ("fedprox", {"mu": 0.1}), ("scaffold", {})])
+def test_engines_give_the_same_history(algorithm, args):
+    # local_epochs gives every client its own K_i, so the vectorized engine's masking is exercised too
+    cfg = digits_config(algorithm=algorithm, algorithm_args=args, local_steps=None, local_epochs=1)
+    seq = run(cfg.replace(engine="sequential"), cache=False, progress=False)
+    vec = run(cfg.replace(engine="vectorized"), cache=False, progress=False)
+    assert seq.clients["steps"].nunique() > 1
+    pd.testing.assert_frame_equal(results(seq), results(vec), rtol=1e-4, atol=1e-5)
+    pd.testing.assert_frame_equal(client_results(seq), client_results(vec), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(seq.weights.numpy(), vec.weights.numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_same_seed_same_history_and_another_seed_differs():
+    a = run(digits_config(), cache=False, progress=False)
+    b = run(digits_config(), cache=False, progress=False)
+    pd.testing.assert_frame_equal(results(a), results(b), check_exact=True)
+    c = run(digits_config(seed=2), cache=False, progress=False)
+    assert not results(a).equals(results(c))
+
+
+def test_algorithm_does_not_change_partition_sampling_or_batches():
+    avg = Federation(digits_config())
+    prox = Federation(digits_config(algorithm="fedprox"))
+    assert all(np.array_equal(p, q) for p, q in zip(avg.parts, prox.parts))
+    for t in range(1, 4):
+        clients = avg.sample(t, None)
+        np.testing.assert_array_equal(clients, prox.sample(t, None))
+        for pa, pp in zip(avg.plans(t, clients), prox.plans(t, clients)):
+            assert pa.indices.equal(pp.indices)
+    # ... and changing the seed changes all three
+    other = Federation(digits_config(seed=5))
+    assert not all(np.array_equal(p, q) for p, q in zip(avg.parts, other.parts))
+
+
+def test_divergence_is_recorded_not_raised():
+    h = run(digits_config(lr=1e10, rounds=6), cache=False, progress=False)
+    assert h.diverged
+    assert h.rounds["diverged"].iloc[-1]
+    assert len(h.rounds) < 7  # stopped early, but the rounds before are kept
+    assert h.rounds["test_accuracy"].iloc[0] > 0
+    assert np.isnan(h.final_accuracy)
+
+
+class Killed(Exception):
+    pass
+
+
+def test_killed_run_resumes_to_the_same_history(tmp_path):
+    cfg = digits_config(algorithm="scaffold", rounds=5)
+    whole = run(cfg, cache=False, progress=False)
+
+    def kill_at_round_3(record, w):
+        if record["round"] == 3:
+            raise Killed
+
+    with pytest.raises(Killed):
+        run(cfg, cache=tmp_path, progress=False, callbacks=(kill_at_round_3,))
+    assert (tmp_path / cfg.key() / "checkpoint.pt").exists()
+    resumed = run(cfg, cache=tmp_path, progress=False)
+    pd.testing.assert_frame_equal(results(whole), results(resumed), check_exact=True)
+    pd.testing.assert_frame_equal(client_results(whole), client_results(resumed), check_exact=True)
+    assert not (tmp_path / cfg.key() / "checkpoint.pt").exists()
+
+
+def test_finished_run_is_loaded_from_the_cache(tmp_path, monkeypatch):
+    cfg = digits_config(rounds=2)
+    first = run(cfg, cache=tmp_path, progress=False)
+    monkeypatch.setattr(sys.modules["fedkit.run"], "Federation", lambda cfg: pytest.fail("retrained"))
+    again = run(cfg, cache=tmp_path, progress=False)
+    pd.testing.assert_frame_equal(results(first), results(again), check_dtype=False)
+
+
+def test_history_records_rounds_clients_bytes_and_times():
+    h = run(digits_config(algorithm="scaffold"), cache=False, progress=False)
+    assert list(h.rounds["round"]) == [0, 1, 2, 3]
+    assert len(h.clients) == 3 * 5
+    d = Federation(digits_config()).fm.dim
+    # SCAFFOLD: down = x_t and c (2d floats), up = Δy_i and Δc_i (2d floats)
+    assert (h.clients["bytes_down"] == 4 * 2 * d).all() and (h.clients["bytes_up"] == 4 * 2 * d).all()
+    assert (h.clients["seconds"] > 0).all()
+    assert h.rounds["test_accuracy"].iloc[-1] > h.rounds["test_accuracy"].iloc[0]
+
+
+def test_stop_accuracy_ends_the_run_at_the_target():
+    h = run(digits_config(rounds=40, stop_accuracy=0.5), cache=False, progress=False)
+    assert h.rounds["test_accuracy"].iloc[-1] >= 0.5
+    assert (h.rounds["test_accuracy"].iloc[:-1] < 0.5).all()
