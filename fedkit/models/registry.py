@@ -13,7 +13,6 @@ from .lstm import CharLSTM
 from .mlp import FC500, FcNet
 from .quadratic import QuadraticPoint
 from .resnet import ResNet18
-from .quadratic import QuadraticPoint
 from .vgg import VGG16
 
 MODELS: dict[str, Callable[..., nn.Module]] = {
