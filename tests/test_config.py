@@ -79,3 +79,34 @@ def test_cli_prints_the_message_and_exits_nonzero_without_traceback(capsys):
     assert "Traceback" not in err
     code = main(["run", "--algorithm", "fedavg,nope", "--quiet"])
     assert code == 2 and "unknown algorithm 'nope'" in capsys.readouterr().err
+
+
+def test_cli_run_writes_histories_table_and_png(tmp_path, capsys):
+    code = main(["run", "--dataset", "digits", "--model", "mlp", "--partition", "iid", "--partition-args", "{}",
+                 "--num-clients", "4", "--rounds", "2", "--local-steps", "2", "--algorithm", "fedavg,scaffold",
+                 "--out", str(tmp_path), "--quiet", "--no-cache", "--targets", "[0.3]"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "rounds to 0.3" in out and "fedavg" in out and "scaffold" in out
+    assert len(list(tmp_path.glob("fedavg-*/rounds.csv"))) == 1
+    assert len(list(tmp_path.glob("scaffold-*/clients.csv"))) == 1
+    assert (tmp_path / "curves-digits-fedavg-scaffold.png").stat().st_size > 0
+
+
+def test_cli_reads_a_yaml_config_and_options_override_it(tmp_path, capsys):
+    config = tmp_path / "exp.yaml"
+    config.write_text("dataset: digits\nmodel: mlp\nrounds: 5\nnum_clients: 3\npartition: iid\npartition_args: {}\n")
+    code = main(["run", "--config", str(config), "--rounds", "1", "--out", str(tmp_path), "--quiet", "--no-cache"])
+    assert code == 0
+    from fedkit import History
+    (run_dir,) = tmp_path.glob("fedavg-*")
+    assert History.load(run_dir).config["rounds"] == 1
+    assert main(["run", "--config", str(tmp_path / "missing.yaml")]) == 2
+    assert "missing.yaml" in capsys.readouterr().err
+
+
+def test_cli_list_names_every_registry(capsys):
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    for word in ("algorithms: fedavg, fedprox, scaffold", "mnist_5k", "resnet18", "dirichlet", "sgd"):
+        assert word in out

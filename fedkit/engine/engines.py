@@ -48,27 +48,28 @@ class SequentialEngine(Engine):
 
     def train(self, w0, recv, plans, lr):
         uploads, losses, seconds, buffers = [], [], [], []
-        global_buffers = self.fm.buffers
         for j, plan in enumerate(plans):
             self._sync()
             start = time.perf_counter()
-            self.fm.buffers = {k: v.clone() for k, v in global_buffers.items()}  # this client's statistics
+            mine_buffers = {k: v.clone() for k, v in self.fm.buffers.items()}  # this client's statistics
             mine = {k: v[j] for k, v in recv.items()}
             w, state = w0.clone(), self.optimizer.init(w0)
             step_losses, path = [], [w]
+            real = plan.mask.sum(1).long().tolist()  # padding sits at the end: drop it (BatchNorm sees real rows)
+            indices, mask = plan.indices.to(w0.device), plan.mask.to(w0.device)
             for k in range(plan.steps):
-                rows = plan.indices[k]
-                w, state, loss = self.step(w, state, w0, mine, self.x[rows], self.y[rows], plan.mask[k], lr)
+                rows = indices[k, :real[k]]
+                w, state, loss = self.step(w, state, w0, mine, self.x[rows], self.y[rows], mask[k, :real[k]], lr,
+                                           mine_buffers)
                 step_losses.append(loss)
                 path.append(w)
             if self.trace is not None:
                 self.trace.append(path)
             uploads.append(self.algorithm.upload(w0, w, mine, torch.tensor(float(plan.steps), device=w.device)))
             losses.append(torch.stack(step_losses).mean())
-            buffers.append(self.fm.buffers)
+            buffers.append(mine_buffers)
             self._sync()
             seconds.append(time.perf_counter() - start)
-        self.fm.buffers = global_buffers
         stack = lambda rows: {k: torch.stack([r[k] for r in rows]) for k in rows[0]} if rows[0] else None
         return RoundResult(stack(uploads), torch.stack(losses).detach(), seconds, stack(buffers))
 
@@ -85,7 +86,7 @@ class VectorizedEngine(Engine):
             from ..errors import ConfigError
             raise ConfigError("engine 'vectorized' cannot run a model with buffers (BatchNorm running "
                               "statistics); use engine='sequential' or a GroupNorm variant")
-        self.vstep = vmap(self.step, in_dims=(0, 0, None, 0, 0, 0, 0, None))
+        self.vstep = vmap(self.step, in_dims=(0, 0, None, 0, 0, 0, 0, None, None))
         self.vupload = vmap(self.algorithm.upload, in_dims=(None, 0, 0, 0))
 
     def train(self, w0, recv, plans, lr):
@@ -105,19 +106,23 @@ class VectorizedEngine(Engine):
         loss_sum = torch.zeros(n, device=device)
         for k in range(k_max):
             rows = indices[:, k]
-            w_new, state_new, loss = self.vstep(w, state, w0, recv, self.x[rows], self.y[rows], mask[:, k], lr)
+            w_new, state_new, loss = self.vstep(w, state, w0, recv, self.x[rows], self.y[rows], mask[:, k], lr, {})
             active = k < steps
             if bool(active.all()):
                 w, state = w_new, state_new
             else:
-                keep = lambda new, old: torch.where(active.view(-1, *[1] * (new.dim() - 1)), new, old)
-                w = keep(w_new, w)
-                state = {key: keep(state_new[key], state[key]) for key in state}
+                w = _where_active(active, w_new, w)
+                state = {key: _where_active(active, state_new[key], state[key]) for key in state}
             loss_sum = loss_sum + torch.where(active, loss, torch.zeros_like(loss))
         uploads = self.vupload(w0, w, recv, steps.float())
         self._sync()
         share = (time.perf_counter() - start) / n
         return RoundResult(uploads, (loss_sum / steps).detach(), [share] * n)
+
+
+def _where_active(active: torch.Tensor, new: torch.Tensor, old: torch.Tensor) -> torch.Tensor:
+    """Rows of ``new`` for the clients still stepping, rows of ``old`` for those done."""
+    return torch.where(active.view(-1, *[1] * (new.dim() - 1)), new, old)
 
 
 ENGINES = {"sequential": SequentialEngine, "vectorized": VectorizedEngine}

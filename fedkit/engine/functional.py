@@ -32,8 +32,10 @@ class FlatModel:
     def unflatten(self, w: torch.Tensor) -> dict[str, torch.Tensor]:
         return {n: t.view(s) for n, t, s in zip(self.names, w.split(self.numels), self.shapes)}
 
-    def __call__(self, w: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-        return functional_call(self.module, {**self.unflatten(w), **self.frozen, **self.buffers}, (x,))
+    def __call__(self, w: torch.Tensor, x: torch.Tensor, buffers: dict | None = None) -> torch.Tensor:
+        """The output at parameters w; a training-mode forward updates ``buffers`` (default: the module's)."""
+        buffers = self.buffers if buffers is None else buffers
+        return functional_call(self.module, {**self.unflatten(w), **self.frozen, **buffers}, (x,))
 
 
 def sample_loss(task: str) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
@@ -44,21 +46,23 @@ def sample_loss(task: str) -> Callable[[torch.Tensor, torch.Tensor], torch.Tenso
 
 
 def make_client_step(fm: FlatModel, algorithm, optimizer, task: str):
-    """One local step of one client: ``(w, opt_state, w0, recv, x, y, mask, lr) -> (w, opt_state, loss)``.
+    """One local step of one client: ``(w, opt_state, w0, recv, x, y, mask, lr, buffers) -> (w, opt_state, loss)``.
 
     ``mask`` marks the real samples of a padded batch; the returned loss is the batch's data loss at w.
+    ``buffers`` (BatchNorm statistics, updated in place) are an explicit input because torch.func forbids
+    mutating tensors captured from outside a transformed function.
     """
     per_sample = sample_loss(task)
 
-    def loss(w, x, y, mask, w0, recv):
-        data = (per_sample(fm(w, x), y) * mask).sum() / mask.sum().clamp_min(1)
+    def loss(w, x, y, mask, w0, recv, buffers):
+        data = (per_sample(fm(w, x, buffers), y) * mask).sum() / mask.sum().clamp_min(1)
         extra = algorithm.objective(w, w0, recv)
         return (data if extra is None else data + extra), data
 
     gradient = grad(loss, has_aux=True)
 
-    def step(w, opt_state, w0, recv, x, y, mask, lr):
-        g, data = gradient(w, x, y, mask, w0, recv)
+    def step(w, opt_state, w0, recv, x, y, mask, lr, buffers):
+        g, data = gradient(w, x, y, mask, w0, recv, buffers)
         w, opt_state = optimizer.step(w, algorithm.direction(g, w, w0, recv), opt_state, lr)
         return w, opt_state, data
 

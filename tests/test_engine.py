@@ -1,0 +1,74 @@
+"""The engines against a plain PyTorch training loop, batch plans, and BatchNorm statistics."""
+import copy
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from fedkit import ConfigError
+from fedkit.algorithms import make_algorithm
+from fedkit.engine import FlatModel, SequentialEngine, VectorizedEngine, local_steps, make_plan
+from fedkit.optim import SGD
+
+
+def bn_module():
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Flatten(), nn.Linear(12, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Linear(8, 3))
+
+
+def toy_data(n=60):
+    g = torch.Generator().manual_seed(1)
+    return torch.randn(n, 12, generator=g), torch.randint(0, 3, (n,), generator=g)
+
+
+def test_sequential_engine_equals_a_plain_pytorch_loop_including_batchnorm_statistics():
+    x, y = toy_data()
+    module = bn_module()
+    reference = copy.deepcopy(module)
+    fm = FlatModel(module)
+    algorithm = make_algorithm("fedavg")
+    algorithm.configure(num_clients=2, lr=0.1, server_lr=1.0)
+    parts = [np.arange(0, 26), np.arange(26, 60)]  # last batches of 2 real samples
+    rng = np.random.default_rng(0)
+    plans = [make_plan(i, parts[i], 8, 4, rng) for i in range(2)]
+    result = SequentialEngine(fm, algorithm, SGD(momentum=0.5), "classification", x, y).train(
+        fm.flat(), {}, plans, 0.1)
+
+    for j, plan in enumerate(plans):
+        net = copy.deepcopy(reference).train()
+        opt = torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.5)
+        for k in range(plan.steps):
+            rows = plan.indices[k][plan.mask[k] > 0]
+            opt.zero_grad()
+            nn.functional.cross_entropy(net(x[rows]), y[rows]).backward()
+            opt.step()
+        expected = torch.cat([p.detach().reshape(-1) for p in net.parameters()])
+        torch.testing.assert_close(result.uploads["delta"][j], expected - fm.flat(), rtol=1e-5, atol=1e-6)
+        torch.testing.assert_close(result.buffers["2.running_mean"][j], net[2].running_mean)
+        torch.testing.assert_close(result.buffers["2.running_var"][j], net[2].running_var)
+    # the global statistics are untouched until the server averages them
+    torch.testing.assert_close(fm.buffers["2.running_mean"], torch.zeros(8))
+
+
+def test_vectorized_engine_refuses_models_with_buffers():
+    x, y = toy_data()
+    algorithm = make_algorithm("fedavg")
+    with pytest.raises(ConfigError, match="sequential"):
+        VectorizedEngine(FlatModel(bn_module()), algorithm, SGD(), "classification", x, y)
+
+
+def test_plan_visits_each_sample_once_per_epoch_and_pads_the_last_batch():
+    samples = np.arange(100, 123)  # 23 samples, batch 10 -> batches of 10, 10, 3 (+7 padding)
+    plan = make_plan(7, samples, 10, local_steps(23, 10, None, 2), np.random.default_rng(0))
+    assert plan.steps == 6 and plan.indices.shape == (6, 10)
+    for epoch in (plan.indices[:3], plan.indices[3:]):
+        mask = plan.mask[:3] > 0
+        assert sorted(epoch[mask].tolist()) == list(range(100, 123))
+    assert plan.mask.sum(1).tolist() == [10, 10, 3, 10, 10, 3]
+
+
+def test_fixed_steps_continue_into_a_fresh_permutation():
+    plan = make_plan(0, np.arange(5), 4, 5, np.random.default_rng(0))
+    assert plan.mask.sum(1).tolist() == [4, 1, 4, 1, 4]
+    assert sorted(plan.indices[2:4][plan.mask[2:4] > 0].tolist()) == list(range(5))
