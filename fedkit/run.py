@@ -76,7 +76,8 @@ class Federation:
             module = build_model(cfg.model, data.input_shape, data.num_classes, **cfg.model_args)
         self.fm = FlatModel(module.to(self.device))
         self.algorithm = make_algorithm(cfg.algorithm, **cfg.algorithm_args)
-        self.algorithm.configure(num_clients=cfg.num_clients, lr=cfg.lr, server_lr=cfg.server_lr)
+        self.algorithm.configure(num_clients=cfg.num_clients, lr=cfg.lr, server_lr=cfg.server_lr,
+                                 local_steps=cfg.local_steps, rounds=cfg.rounds)
         self.optimizer = make_optimizer(cfg.optimizer or self.algorithm.optimizer, **cfg.optimizer_args)
         self.engine = ENGINES[cfg.engine](self.fm, self.algorithm, self.optimizer, self.task,
                                           self.x_train, self.y_train)

@@ -23,9 +23,11 @@ class Algorithm:
             raise ConfigError(f"{self.name}: weighting must be 'data' or 'uniform', got {weighting!r}")
         self.weighting = weighting
 
-    def configure(self, *, num_clients: int, lr: float, server_lr: float) -> None:
-        """Called once by ``run`` with the settings the hooks need."""
+    def configure(self, *, num_clients: int, lr: float, server_lr: float, local_steps: int | None = None,
+                  rounds: int | None = None) -> None:
+        """Called once by ``run`` with the experiment settings the hooks need (local_steps None: epochs)."""
         self.num_clients, self.lr, self.server_lr = num_clients, lr, server_lr
+        self.local_steps, self.rounds = local_steps, rounds
 
     # ---- server: state, and what each sampled client receives
     def init(self, w0: torch.Tensor) -> Tensors:
@@ -53,7 +55,18 @@ class Algorithm:
         """The step direction handed to the client optimizer, from the stochastic gradient g."""
         return g
 
-    def upload(self, w0, w, recv: Tensors, steps) -> Tensors:
+    def local_init(self, w0, recv: Tensors, optimizer) -> Tensors:
+        """The client's within-round state at the start of a round (default: fresh optimizer state)."""
+        return optimizer.init(w0)
+
+    def local_step(self, w, local: Tensors, w0, recv: Tensors, grad_at, optimizer, lr):
+        """One local step; ``grad_at(v)`` gives (∇ of the local objective at v on this step's minibatch,
+        data loss at v). Returns (new w, new local state, data loss)."""
+        g, loss = grad_at(w)
+        w, local = optimizer.step(w, self.direction(g, w, w0, recv), local, lr)
+        return w, local, loss
+
+    def upload(self, w0, w, recv: Tensors, steps, local: Tensors) -> Tensors:
         """What the client sends back after ``steps`` local steps; 'delta' = y_i − x_t is the model update."""
         return {"delta": w - w0}
 

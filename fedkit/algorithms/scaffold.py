@@ -31,7 +31,7 @@ class Scaffold(Algorithm):
     def direction(self, g, w, w0, recv):
         return g + self.alpha * (recv["c"] - recv["c_i"])
 
-    def upload(self, w0, w, recv, steps):
+    def upload(self, w0, w, recv, steps, local):
         c_new = recv["c_i"] - recv["c"] + (w0 - w) / (steps * self.lr)
         return {"delta": w - w0, "dc": c_new - recv["c_i"]}
 

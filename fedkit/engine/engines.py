@@ -53,7 +53,7 @@ class SequentialEngine(Engine):
             start = time.perf_counter()
             mine_buffers = {k: v.clone() for k, v in self.fm.buffers.items()}  # this client's statistics
             mine = {k: v[j] for k, v in recv.items()}
-            w, state = w0.clone(), self.optimizer.init(w0)
+            w, state = w0.clone(), self.algorithm.local_init(w0, mine, self.optimizer)
             step_losses, path = [], [w]
             real = plan.mask.sum(1).long().tolist()  # padding sits at the end: drop it (BatchNorm sees real rows)
             indices, mask = plan.indices.to(w0.device), plan.mask.to(w0.device)
@@ -65,7 +65,8 @@ class SequentialEngine(Engine):
                 path.append(w)
             if self.trace is not None:
                 self.trace.append(path)
-            uploads.append(self.algorithm.upload(w0, w, mine, torch.tensor(float(plan.steps), device=w.device)))
+            steps = torch.tensor(float(plan.steps), device=w.device)
+            uploads.append(self.algorithm.upload(w0, w, mine, steps, state))
             losses.append(torch.stack(step_losses).mean())
             buffers.append(mine_buffers)
             self._sync()
@@ -87,7 +88,8 @@ class VectorizedEngine(Engine):
             raise ConfigError("engine 'vectorized' cannot run a model with buffers (BatchNorm running "
                               "statistics); use engine='sequential' or a GroupNorm variant")
         self.vstep = vmap(self.step, in_dims=(0, 0, None, 0, 0, 0, 0, None, None))
-        self.vupload = vmap(self.algorithm.upload, in_dims=(None, 0, 0, 0))
+        self.vupload = vmap(self.algorithm.upload, in_dims=(None, 0, 0, 0, 0))
+        self.vinit = vmap(self.algorithm.local_init, in_dims=(0, 0, None))
 
     def train(self, w0, recv, plans, lr):
         self._sync()
@@ -102,7 +104,7 @@ class VectorizedEngine(Engine):
         indices, mask = indices.to(device), mask.to(device)
 
         w = w0.expand(n, -1).clone()
-        state = vmap(self.optimizer.init)(w)
+        state = self.vinit(w, recv, self.optimizer)
         loss_sum = torch.zeros(n, device=device)
         for k in range(k_max):
             rows = indices[:, k]
@@ -114,7 +116,7 @@ class VectorizedEngine(Engine):
                 w = _where_active(active, w_new, w)
                 state = {key: _where_active(active, state_new[key], state[key]) for key in state}
             loss_sum = loss_sum + torch.where(active, loss, torch.zeros_like(loss))
-        uploads = self.vupload(w0, w, recv, steps.float())
+        uploads = self.vupload(w0, w, recv, steps.float(), state)
         self._sync()
         share = (time.perf_counter() - start) / n
         return RoundResult(uploads, (loss_sum / steps).detach(), [share] * n)

@@ -46,8 +46,10 @@ def sample_loss(task: str) -> Callable[[torch.Tensor, torch.Tensor], torch.Tenso
 
 
 def make_client_step(fm: FlatModel, algorithm, optimizer, task: str):
-    """One local step of one client: ``(w, opt_state, w0, recv, x, y, mask, lr, buffers) -> (w, opt_state, loss)``.
+    """One local step of one client: ``(w, local, w0, recv, x, y, mask, lr, buffers) -> (w, local, loss)``.
 
+    ``local`` is the client's within-round state (optimizer moments, an algorithm's momentum, ...); the step
+    itself is the algorithm's ``local_step``, which may evaluate the minibatch gradient at any point.
     ``mask`` marks the real samples of a padded batch; the returned loss is the batch's data loss at w.
     ``buffers`` (BatchNorm statistics, updated in place) are an explicit input because torch.func forbids
     mutating tensors captured from outside a transformed function.
@@ -61,10 +63,11 @@ def make_client_step(fm: FlatModel, algorithm, optimizer, task: str):
 
     gradient = grad(loss, has_aux=True)
 
-    def step(w, opt_state, w0, recv, x, y, mask, lr, buffers):
-        g, data = gradient(w, x, y, mask, w0, recv, buffers)
-        w, opt_state = optimizer.step(w, algorithm.direction(g, w, w0, recv), opt_state, lr)
-        return w, opt_state, data
+    def step(w, local, w0, recv, x, y, mask, lr, buffers):
+        def grad_at(v):
+            return gradient(v, x, y, mask, w0, recv, buffers)
+
+        return algorithm.local_step(w, local, w0, recv, grad_at, optimizer, lr)
 
     return step
 
