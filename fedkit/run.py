@@ -77,7 +77,8 @@ class Federation:
         self.fm = FlatModel(module.to(self.device))
         self.algorithm = make_algorithm(cfg.algorithm, **cfg.algorithm_args)
         self.algorithm.configure(num_clients=cfg.num_clients, lr=cfg.lr, server_lr=cfg.server_lr,
-                                 local_steps=cfg.local_steps, rounds=cfg.rounds)
+                                 local_steps=cfg.local_steps, rounds=cfg.rounds,
+                                 layout=list(zip(self.fm.names, self.fm.shapes)))
         self.optimizer = make_optimizer(cfg.optimizer or self.algorithm.optimizer, **cfg.optimizer_args)
         self.engine = ENGINES[cfg.engine](self.fm, self.algorithm, self.optimizer, self.task,
                                           self.x_train, self.y_train)

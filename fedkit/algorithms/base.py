@@ -24,10 +24,11 @@ class Algorithm:
         self.weighting = weighting
 
     def configure(self, *, num_clients: int, lr: float, server_lr: float, local_steps: int | None = None,
-                  rounds: int | None = None) -> None:
-        """Called once by ``run`` with the experiment settings the hooks need (local_steps None: epochs)."""
+                  rounds: int | None = None, layout: list[tuple[str, torch.Size]] | None = None) -> None:
+        """Called once by ``run`` with the experiment settings the hooks need: local_steps is None for an
+        epoch budget; ``layout`` lists the (name, shape) of the parameter tensors in flat-vector order."""
         self.num_clients, self.lr, self.server_lr = num_clients, lr, server_lr
-        self.local_steps, self.rounds = local_steps, rounds
+        self.local_steps, self.rounds, self.layout = local_steps, rounds, layout
 
     # ---- server: state, and what each sampled client receives
     def init(self, w0: torch.Tensor) -> Tensors:
