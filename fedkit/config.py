@@ -38,6 +38,8 @@ class Config:
     batch_size: int = 64
     lr: float = 0.01  # η_l
     server_lr: float = 1.0  # η_g
+    threat: str | None = None  # e.g. "freeloaders"; None = every client honest
+    threat_args: dict = field(default_factory=dict)
     optimizer: str | None = None  # client optimizer; None = the algorithm's own choice
     optimizer_args: dict = field(default_factory=dict)
     seed: int = 0
@@ -84,6 +86,7 @@ def _validate(c: Config) -> None:
     from .data import DATASETS, PARTITIONS
     from .models import MODELS
     from .optim import OPTIMIZERS, make_optimizer
+    from .threats import make_threat
 
     def need(ok: bool, name: str, rule: str):
         if not ok:
@@ -100,7 +103,7 @@ def _validate(c: Config) -> None:
     known("algorithm", ALGORITHMS)
     if c.optimizer is not None:
         known("optimizer", OPTIMIZERS)
-    for name in ("dataset_args", "partition_args", "model_args", "algorithm_args", "optimizer_args"):
+    for name in ("dataset_args", "partition_args", "model_args", "algorithm_args", "optimizer_args", "threat_args"):
         need(isinstance(getattr(c, name), dict), name, "must be a mapping of option names to values")
     for name in ("num_clients", "rounds", "batch_size", "eval_every"):
         need(_is_int(getattr(c, name)) and getattr(c, name) >= 1, name, "must be an integer ≥ 1")
@@ -123,9 +126,10 @@ def _validate(c: Config) -> None:
     need(c.engine in ENGINES, "engine", f"must be one of {ENGINES}")
     need(isinstance(c.device, str) and c.device.split(":")[0] in ("cpu", "cuda", "mps"), "device",
          "must be 'cpu', 'cuda', 'cuda:N' or 'mps'")
-    # Instantiating the algorithm and the optimizer checks their hyper-parameters (names and values).
+    # Instantiating the algorithm, optimizer and threat checks their hyper-parameters (names and values).
     algorithm = make_algorithm(c.algorithm, **c.algorithm_args)
     make_optimizer(c.optimizer or algorithm.optimizer, **c.optimizer_args)
+    make_threat(c.threat, **c.threat_args)
 
 
 def _is_int(v) -> bool:

@@ -26,8 +26,9 @@ from .errors import ConfigError
 from .history import History
 from .models import build_model
 from .optim import make_optimizer
+from .threats import make_threat
 
-PARTITION, SAMPLING, BATCHES, INIT = range(1, 5)  # random stream ids
+PARTITION, SAMPLING, BATCHES, INIT, THREAT = range(1, 6)  # random stream ids
 
 
 def rng(seed: int, stream: int, *keys: int) -> np.random.Generator:
@@ -43,10 +44,12 @@ def default_cache() -> Path:
 class RoundOutcome:
     w: torch.Tensor
     state: dict
-    clients: np.ndarray
-    plans: list
+    clients: np.ndarray  # sampled clients
+    trained: np.ndarray  # which of them trained (False: a threat's client)
+    plans: list  # one per client that trained
     message: dict
-    result: RoundResult
+    uploads: dict  # of all sampled clients
+    result: RoundResult  # of the clients that trained
     metrics: dict
 
 
@@ -82,6 +85,11 @@ class Federation:
         self.optimizer = make_optimizer(cfg.optimizer or self.algorithm.optimizer, **cfg.optimizer_args)
         self.engine = ENGINES[cfg.engine](self.fm, self.algorithm, self.optimizer, self.task,
                                           self.x_train, self.y_train)
+        self.threat = make_threat(cfg.threat, **cfg.threat_args)
+        self.threat.choose(cfg.num_clients, rng(cfg.seed, THREAT))
+        if self.threat.bad.sum() >= cfg.sampled_per_round():
+            raise ConfigError(f"{int(self.threat.bad.sum())} {cfg.threat} but only {cfg.sampled_per_round()} "
+                              "clients per round: a round could have no honest client")
 
     def sample(self, t: int, state) -> np.ndarray:
         """The clients of round t: a seeded draw without replacement among the eligible ones."""
@@ -96,18 +104,22 @@ class Federation:
                           local_steps(len(self.parts[i]), c.batch_size, c.local_steps, c.local_epochs),
                           rng(c.seed, BATCHES, t, int(i))) for i in clients]
 
-    def train_round(self, t: int, w: torch.Tensor, state: dict) -> RoundOutcome:
-        """Round t from global model w: sample, send, train locally, aggregate."""
+    def train_round(self, t: int, w: torch.Tensor, state: dict, w_prev: torch.Tensor) -> RoundOutcome:
+        """Round t from global model w (w_prev: the one before): sample, send, train locally, aggregate."""
         alg = self.algorithm
         clients = self.sample(t, state)
         ids = torch.as_tensor(clients, device=self.device)
         message = alg.message(w, state, ids)
-        plans = self.plans(t, clients)
-        result = self.engine.train(w, {**message, **alg.client_state(state, ids)}, plans, self.cfg.lr)
-        w, state, metrics = alg.aggregate(w, state, result.uploads, ids, self.sizes[ids])
+        recv = {**message, **alg.client_state(state, ids)}
+        trains = self.threat.trains(clients)
+        plans = self.plans(t, clients[trains])
+        result = self.engine.train(w, {k: v[torch.as_tensor(trains)] for k, v in recv.items()}, plans, self.cfg.lr)
+        uploads = self.threat.uploads(clients, result.uploads, w, w_prev)
+        w_new, state, metrics = alg.aggregate(w, state, uploads, ids, self.sizes[ids])
         if result.buffers:
-            self.average_buffers(result.buffers, alg.weights(self.sizes[ids]))
-        return RoundOutcome(w, state, clients, plans, message, result, metrics)
+            honest = ids[torch.as_tensor(trains, device=self.device)]
+            self.average_buffers(result.buffers, alg.weights(self.sizes[honest]))
+        return RoundOutcome(w_new, state, clients, trains, plans, message, uploads, result, metrics)
 
     def average_buffers(self, stacked: dict[str, torch.Tensor], p: torch.Tensor) -> None:
         """Global BatchNorm statistics = the clients' statistics averaged with the aggregation weights."""
@@ -120,6 +132,14 @@ class Federation:
 
     def evaluate(self, w) -> tuple[float, float]:
         return evaluate(self.fm, w, self.x_test, self.y_test, self.task)
+
+    def evaluate_all(self, w, state) -> dict[str, float]:
+        """Test accuracy and loss of w, and of any other model the algorithm outputs (e.g. TACO's z_t)."""
+        acc, loss = self.evaluate(w)
+        scores = {"test_accuracy": acc, "test_loss": loss}
+        for name, model in self.algorithm.outputs(w, state).items():
+            scores[f"test_accuracy_{name}"], scores[f"test_loss_{name}"] = self.evaluate(model)
+        return scores
 
 
 def run(cfg: Config, *, cache: str | Path | bool | None = None, progress: bool = True,
@@ -137,15 +157,15 @@ def run(cfg: Config, *, cache: str | Path | bool | None = None, progress: bool =
             return History.load(run_dir)
     fed = Federation(cfg)
     w = fed.fm.flat()
-    state = fed.algorithm.init(w)
-    acc, loss = fed.evaluate(w)
-    round_rows = [{"round": 0, "test_accuracy": acc, "test_loss": loss, "diverged": False}]
+    state, w_prev = fed.algorithm.init(w), w
+    round_rows = [{"round": 0, **fed.evaluate_all(w, state), "diverged": False}]
     client_rows: list[dict] = []
     start = 1
     checkpoint = run_dir / "checkpoint.pt" if run_dir else None
     if checkpoint is not None and checkpoint.exists():
         saved = torch.load(checkpoint, map_location=fed.device, weights_only=False)
-        w, state, round_rows, client_rows = saved["w"], saved["state"], saved["rounds"], saved["clients"]
+        w, w_prev, state = saved["w"], saved["w_prev"], saved["state"]
+        round_rows, client_rows = saved["rounds"], saved["clients"]
         for name, value in saved["buffers"].items():
             fed.fm.buffers[name].copy_(value)
         start = saved["round"] + 1
@@ -157,33 +177,28 @@ def run(cfg: Config, *, cache: str | Path | bool | None = None, progress: bool =
         if diverged:
             break
         wall = time.perf_counter()
-        rnd = fed.train_round(t, w, state)
-        w, state, clients, result = rnd.w, rnd.state, rnd.clients, rnd.result
+        rnd = fed.train_round(t, w, state, w_prev)
+        w_prev, w, state, result = w, rnd.w, rnd.state, rnd.result
         diverged = not (bool(torch.isfinite(w).all()) and bool(torch.isfinite(result.train_loss).all()))
         evaluated = not diverged and t % cfg.eval_every == 0
-        acc, loss = fed.evaluate(w) if evaluated else (np.nan, np.nan)
-        diverged = diverged or (evaluated and not np.isfinite(loss))
-        bytes_down = 4 * (w.numel() + sum(v[0].numel() for v in rnd.message.values()))
-        bytes_up = 4 * sum(v[0].numel() for v in result.uploads.values())
-        for j, (i, plan) in enumerate(zip(clients, rnd.plans)):
-            client_rows.append({"round": t, "client": int(i), "samples": int(fed.sizes[i]),
-                                "steps": plan.steps, "train_loss": float(result.train_loss[j]),
-                                "seconds": result.seconds[j], "bytes_up": bytes_up, "bytes_down": bytes_down,
-                                **{k: float(v[j]) for k, v in rnd.metrics.items()}})
-        record = {"round": t, "test_accuracy": acc, "test_loss": loss,
-                  "train_loss": float(result.train_loss.mean()), "clients": len(clients),
-                  "client_seconds_max": max(result.seconds), "client_seconds_sum": sum(result.seconds),
-                  "seconds": time.perf_counter() - wall, "bytes_up": bytes_up * len(clients),
-                  "bytes_down": bytes_down * len(clients), "diverged": diverged}
+        scores = fed.evaluate_all(w, state) if evaluated else {"test_accuracy": np.nan, "test_loss": np.nan}
+        diverged = diverged or (evaluated and not np.isfinite(scores["test_loss"]))
+        client_rows += _client_rows(fed, t, rnd)
+        record = {"round": t, **scores, "train_loss": float(result.train_loss.mean()),
+                  "clients": len(rnd.clients), "client_seconds_max": max(result.seconds),
+                  "client_seconds_sum": sum(result.seconds), "seconds": time.perf_counter() - wall,
+                  "bytes_up": sum(r["bytes_up"] for r in client_rows[-len(rnd.clients):]),
+                  "bytes_down": sum(r["bytes_down"] for r in client_rows[-len(rnd.clients):]),
+                  "diverged": diverged}
         round_rows.append(record)
         if checkpoint is not None:
             checkpoint.parent.mkdir(parents=True, exist_ok=True)
-            torch.save({"round": t, "w": w, "state": state, "buffers": fed.fm.buffers, "rounds": round_rows,
-                        "clients": client_rows}, checkpoint)
-        bar.set_postfix(acc=f"{acc:.4f}", loss=f"{record['train_loss']:.4f}")
+            torch.save({"round": t, "w": w, "w_prev": w_prev, "state": state, "buffers": fed.fm.buffers,
+                        "rounds": round_rows, "clients": client_rows}, checkpoint)
+        bar.set_postfix(acc=f"{scores['test_accuracy']:.4f}", loss=f"{record['train_loss']:.4f}")
         for callback in callbacks:
             callback(record, w)
-        if cfg.stop_accuracy is not None and acc >= cfg.stop_accuracy:
+        if cfg.stop_accuracy is not None and scores["test_accuracy"] >= cfg.stop_accuracy:
             break
 
     history = History(cfg.to_dict(), pd.DataFrame(round_rows), pd.DataFrame(client_rows), diverged, w)
@@ -191,6 +206,21 @@ def run(cfg: Config, *, cache: str | Path | bool | None = None, progress: bool =
         history.save(run_dir, fmt="parquet")
         checkpoint.unlink(missing_ok=True)
     return history
+
+
+def _client_rows(fed: Federation, t: int, rnd: RoundOutcome) -> list[dict]:
+    """One record per sampled client; a threat's clients that did not train have no steps, loss or time."""
+    down = 4 * (rnd.w.numel() + sum(v[0].numel() for v in rnd.message.values()))
+    up = 4 * sum(v[0].numel() for v in rnd.uploads.values())
+    trained = iter(zip(rnd.plans, rnd.result.train_loss.tolist(), rnd.result.seconds))
+    rows = []
+    for j, i in enumerate(rnd.clients):
+        plan, loss, seconds = next(trained) if rnd.trained[j] else (None, np.nan, 0.0)
+        rows.append({"round": t, "client": int(i), "samples": int(fed.sizes[i]),
+                     "steps": plan.steps if plan else 0, "train_loss": loss, "seconds": seconds,
+                     "bytes_up": up, "bytes_down": down, "honest": bool(rnd.trained[j]),
+                     **{k: float(v[j]) for k, v in rnd.metrics.items()}})
+    return rows
 
 
 def _device(name: str) -> torch.device:

@@ -131,11 +131,8 @@ def test_scaffold_state_keeps_invariant_c_equals_mean_ci():
     w = fed.fm.flat()
     state = fed.algorithm.init(w)
     for t in range(1, 4):
-        clients = fed.sample(t, state)
-        ids = torch.as_tensor(clients)
-        recv = {**fed.algorithm.message(w, state, ids), **fed.algorithm.client_state(state, ids)}
-        result = fed.engine.train(w, recv, fed.plans(t, clients), cfg.lr)
-        w, state, _ = fed.algorithm.aggregate(w, state, result.uploads, ids, fed.sizes[ids])
+        outcome = fed.train_round(t, w, state, w)
+        w, state = outcome.w, outcome.state
         torch.testing.assert_close(state["c"], state["c_i"].mean(0))
     b, a, sampled = client_problem(cfg)
     _, c, c_i = scaffold_reference(b, a, sampled, 4, 3, 0.15, 1.0)

@@ -43,6 +43,10 @@ class Algorithm:
         """State the sampled clients hold themselves (not sent), stacked [n, ...]."""
         return {}
 
+    def outputs(self, w: torch.Tensor, state: Tensors) -> Tensors:
+        """Models besides w that the method reports (evaluated and logged as test_accuracy_<name>)."""
+        return {}
+
     def eligible(self, state: Tensors) -> torch.Tensor | None:
         """Boolean mask [num_clients] of clients that may be sampled (None = all)."""
         return None

@@ -13,13 +13,13 @@ def drift_paths(cfg: Config) -> tuple[np.ndarray, dict[int, list[np.ndarray]]]:
 
     fed = Federation(cfg.replace(engine="sequential"))
     w = fed.fm.flat()
-    state = fed.algorithm.init(w)
+    state, w_prev = fed.algorithm.init(w), w
     server, local = [w.numpy().copy()], {}
     for t in range(1, cfg.rounds + 1):
         fed.engine.trace = []
-        outcome = fed.train_round(t, w, state)
+        outcome = fed.train_round(t, w, state, w_prev)
         local[t] = [np.stack([v.detach().cpu().numpy() for v in path]) for path in fed.engine.trace]
-        w, state = outcome.w, outcome.state
+        w_prev, w, state = w, outcome.w, outcome.state
         server.append(w.detach().cpu().numpy().copy())
     fed.engine.trace = None
     return np.stack(server), local
