@@ -31,7 +31,8 @@ def client_problem(cfg: Config):
     rows = [x[p[0]] for p in fed.parts]
     b = np.array([r[:2] for r in rows])
     a = np.array([r[2:].reshape(2, 2) for r in rows])
-    sampled = [fed.sample(t, None) for t in range(1, cfg.rounds + 1)]
+    state = fed.algorithm.init(fed.fm.flat())  # sampling before any expulsion
+    sampled = [fed.sample(t, state) for t in range(1, cfg.rounds + 1)]
     return b, a, sampled
 
 

@@ -1,11 +1,14 @@
 """Federated algorithms by name. Each module implements one method against ``Algorithm``'s hooks."""
 from ..registry import build
 from .base import Algorithm
+from .fedacg import FedACG
 from .fedavg import FedAvg
+from .foolsgold import FoolsGold
 from .fedprox import FedProx
 from .scaffold import Scaffold
+from .taco import Taco
 
-ALGORITHMS: dict[str, type[Algorithm]] = {cls.name: cls for cls in (FedAvg, FedProx, Scaffold)}
+ALGORITHMS: dict[str, type[Algorithm]] = {cls.name: cls for cls in (FedAvg, FedProx, Scaffold, Taco, FoolsGold, FedACG)}
 
 
 def make_algorithm(name: str, **hyper) -> Algorithm:

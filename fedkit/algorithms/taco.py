@@ -1,0 +1,102 @@
+"""TACO: Tackling Over-correction with Tailored Adaptive Correction (Liu et al., ICDCS 2025), Algorithm 2.
+
+TACO writes uploads as "local gradients" Δ_i = w_{i,0} − w_{i,K} (eq. 5), the negative of fedkit's
+delta = w_{i,K} − w_{i,0}. Per round, with A_t the clients not expelled:
+  client step   w ← w − η_l (g + γ (1 − α_i^t) Δ_t)                                   (eq. 8)
+  coefficient   α_i^{t+1} = (1 − ‖Δ_i‖ / Σ_j ‖Δ_j‖) · max(cos(Δ_i, mean_j Δ_j), 0)    (eq. 7)
+  aggregation   Δ_{t+1} = Σ α_i Δ_i / (K η_l Σ α_i)                                    (eq. 9)
+  global step   w_{t+1} = w_t − η_g Δ_{t+1}                                            (eq. 6)
+  freeloaders   α_i ≥ κ counts against client i; after λ counts it is expelled       (eq. 10)
+  output        z_t = w_t + (1 − ᾱ_t)(w_t − w_{t−1}),  ᾱ_t = mean of the α_i^t         (eqs. 14–15)
+fedkit's server_lr is η_g / (K η_l), so the paper's η_g = K η_l is server_lr = 1 (the default).
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from ..errors import ConfigError
+from .base import Algorithm
+
+
+def tailored_coefficients(d: torch.Tensor) -> torch.Tensor:
+    """Eq. 7 for stacked uploads d [n, dim]: magnitude share × clipped cosine to the plain mean upload.
+
+    A zero upload (or a zero mean) has cosine 0; if every upload is zero the magnitude factor is 1.
+    """
+    norms = d.norm(dim=1)
+    total = norms.sum()
+    share = 1 - norms / total if total > 0 else torch.ones_like(norms)
+    cosine = F.cosine_similarity(d, d.mean(0, keepdim=True), dim=1, eps=1e-12)
+    return share * cosine.clamp_min(0)
+
+
+def tailored_mean(d: torch.Tensor, alpha: torch.Tensor) -> torch.Tensor:
+    """Σ α_i d_i / Σ α_i (the α-weighted part of eq. 9); uniform when every α_i is 0."""
+    weights = alpha / alpha.sum() if alpha.sum() > 0 else torch.full_like(alpha, 1 / len(alpha))
+    return weights @ d
+
+
+class Taco(Algorithm):
+    name = "taco"
+
+    def __init__(self, gamma: float | None = None, kappa: float = 0.6, lam: float | None = None,
+                 alpha0: float = 0.1, tailored_correction: bool = True, tailored_aggregation: bool = True,
+                 detect: bool = True, expel_rule: str = ">="):
+        """gamma None = 1/K and lam None = T/5 (the paper's defaults, resolved when the run is known)."""
+        super().__init__("uniform")
+        if gamma is not None and not gamma >= 0:
+            raise ConfigError(f"taco: gamma must be ≥ 0, got {gamma}")
+        if not 0 <= kappa:
+            raise ConfigError(f"taco: kappa must be ≥ 0, got {kappa}")
+        if lam is not None and not lam > 0:
+            raise ConfigError(f"taco: lam must be > 0, got {lam}")
+        if not 0 <= alpha0 <= 1:
+            raise ConfigError(f"taco: alpha0 must lie in [0, 1], got {alpha0}")
+        if expel_rule not in (">=", ">"):
+            raise ConfigError(f"taco: expel_rule must be '>=' or '>', got {expel_rule!r}")
+        self.gamma_arg, self.kappa, self.lam_arg, self.alpha0 = gamma, kappa, lam, alpha0
+        self.tailored_correction, self.tailored_aggregation = tailored_correction, tailored_aggregation
+        self.detect, self.expel_rule = detect, expel_rule
+
+    def configure(self, **settings):
+        super().configure(**settings)
+        if self.local_steps is None:
+            raise ConfigError("taco needs a fixed number of local steps K (local_steps), got local_epochs")
+        self.gamma = 1 / self.local_steps if self.gamma_arg is None else self.gamma_arg
+        self.lam = (self.rounds or 1) / 5 if self.lam_arg is None else self.lam_arg
+
+    def init(self, w0):
+        n = self.num_clients
+        return {"alpha": w0.new_full((n,), self.alpha0), "count": w0.new_zeros(n),
+                "expelled": torch.zeros(n, dtype=torch.bool, device=w0.device),
+                "Delta": torch.zeros_like(w0), "w_prev": w0.clone(), "alpha_bar": w0.new_tensor(self.alpha0)}
+
+    def eligible(self, state):
+        return ~state["expelled"]
+
+    def message(self, w, state, clients):
+        # the global gradient Δ_t and the client's own α_i^t (Algorithm 2 line 13; eq. 8 needs Δ_t too)
+        return {"Delta": state["Delta"].expand(len(clients), -1), "alpha": state["alpha"][clients]}
+
+    def direction(self, g, w, w0, recv):
+        if not self.tailored_correction:
+            return g
+        return g + self.gamma * (1 - recv["alpha"]) * recv["Delta"]  # eq. 8
+
+    def aggregate(self, w, state, ups, clients, sizes):
+        d = -ups["delta"]  # eq. 5 sign
+        alpha = tailored_coefficients(d)  # eq. 7
+        mean = tailored_mean(d, alpha) if self.tailored_aggregation else self.weights(sizes) @ d
+        w_new = w - self.server_lr * mean  # eqs. 6 and 9 with η_g = server_lr · K η_l
+        count, expelled = state["count"], state["expelled"]
+        if self.detect:  # eq. 10
+            count = count.index_add(0, clients, (alpha >= self.kappa).to(count.dtype))
+            over = count >= self.lam if self.expel_rule == ">=" else count > self.lam
+            expelled = expelled | over
+        new = {"alpha": state["alpha"].index_copy(0, clients, alpha), "count": count, "expelled": expelled,
+               "Delta": mean / (self.local_steps * self.lr), "w_prev": w, "alpha_bar": alpha.mean()}
+        return w_new, new, {"alpha": alpha, "count": count[clients], "expelled": expelled[clients].float()}
+
+    def outputs(self, w, state):
+        return {"z": w + (1 - state["alpha_bar"]) * (w - state["w_prev"])}  # eq. 15
