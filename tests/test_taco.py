@@ -158,3 +158,43 @@ def test_freeloaders_are_detected_and_expelled_on_real_data():
     assert not h.clients.loc[h.clients["round"] == 10, "honest"].eq(False).any()  # expelled: not sampled
     free_alpha = h.clients[~h.clients["honest"]]["alpha"].mean()
     assert free_alpha > h.clients[h.clients["honest"]]["alpha"].mean()
+
+
+def tailored_reference(b, a, rounds, step_extra, alpha0=0.1):
+    """Fig. 6 variants: client i's baseline term scaled by (1 − α_i) (eq. 7 on the method's own uploads)."""
+    w, alpha = np.array(W0), np.full(len(b), alpha0)
+    for _ in range(rounds):
+        anchor = w.copy()
+        ups = np.array([local_gd(anchor, b[i], a[i], K, LR, lambda y: step_extra(y, anchor, 1 - alpha[i]))
+                        for i in range(len(b))]) - anchor
+        alpha = np_alpha(-ups)
+        w = anchor + ups.mean(0)
+    return w, alpha
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_taco_enhanced_fedprox(engine):
+    mu = 0.8
+    cfg = toy_config(engine=engine, algorithm="fedprox", algorithm_args={"mu": mu, "tailored": True},
+                     rounds=3, local_steps=K, lr=LR)
+    b, a, _ = client_problem(cfg)
+    w, alpha = tailored_reference(b, a, 3, lambda y, anchor, scale: mu * scale * (y - anchor))
+    h = run(cfg, cache=False, progress=False)
+    np.testing.assert_allclose(h.weights.double().numpy(), w, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(h.clients[h.clients["round"] == 3].sort_values("client")["alpha"], alpha, rtol=1e-4)
+
+
+def test_taco_enhanced_scaffold_scales_the_correction():
+    # with c = c_i = 0 in round 1 both variants coincide; afterwards they differ, and tailored=False is SCAFFOLD
+    plain = final_weights(toy_config(algorithm="scaffold", rounds=1))
+    tailored = final_weights(toy_config(algorithm="scaffold", algorithm_args={"tailored": True}, rounds=1))
+    np.testing.assert_array_equal(plain, tailored)
+    cfg = toy_config(algorithm="scaffold", algorithm_args={"tailored": True}, rounds=2)
+    fed = Federation(cfg)
+    w = fed.fm.flat()
+    state = fed.algorithm.init(w)
+    out = fed.train_round(1, w, state, w)
+    alpha = out.state["alpha"][torch.as_tensor(out.clients)]
+    g, c, c_i = torch.ones(2), out.state["c"], out.state["c_i"][0]
+    recv = {"c": c, "c_i": c_i, "alpha": alpha[0]}
+    torch.testing.assert_close(fed.algorithm.direction(g, w, w, recv), g + (1 - alpha[0]) * (c - c_i))
