@@ -3,12 +3,14 @@ from ..registry import build
 from .base import Algorithm
 from .fedacg import FedACG
 from .fedavg import FedAvg
-from .foolsgold import FoolsGold
 from .fedprox import FedProx
+from .foolsgold import FoolsGold
 from .scaffold import Scaffold
+from .stem import Stem
 from .taco import Taco
 
-ALGORITHMS: dict[str, type[Algorithm]] = {cls.name: cls for cls in (FedAvg, FedProx, Scaffold, Taco, FoolsGold, FedACG)}
+ALGORITHMS: dict[str, type[Algorithm]] = {cls.name: cls for cls in (FedAvg, FedProx, Scaffold, Taco, FoolsGold,
+                                                                    FedACG, Stem)}
 
 
 def make_algorithm(name: str, **hyper) -> Algorithm:
