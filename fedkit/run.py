@@ -36,6 +36,11 @@ def rng(seed: int, stream: int, *keys: int) -> np.random.Generator:
     return np.random.default_rng(np.random.SeedSequence([seed, stream, *keys]))
 
 
+def partition_seed(cfg: Config) -> int:
+    """The seed handed to the partitioner (its own stream, independent of the algorithm)."""
+    return int(rng(cfg.seed, PARTITION).integers(2**31))
+
+
 def default_cache() -> Path:
     return Path(os.environ.get("FEDKIT_CACHE", Path.home() / ".cache" / "fedkit" / "runs"))
 
@@ -63,8 +68,7 @@ class Federation:
         self.task = data.task
         labels = data.y_train.numpy() if data.task == "classification" else np.zeros(len(data.y_train), int)
         extra = {"users": data.users} if cfg.partition == "natural" else {}
-        part_seed = int(rng(cfg.seed, PARTITION).integers(2**31))
-        self.parts = make_partition(cfg.partition, labels, cfg.num_clients, part_seed,
+        self.parts = make_partition(cfg.partition, labels, cfg.num_clients, partition_seed(cfg),
                                     **extra, **cfg.partition_args)
         empty = [i for i, p in enumerate(self.parts) if len(p) == 0]
         if empty:
@@ -113,7 +117,8 @@ class Federation:
         recv = {**message, **alg.client_state(state, ids)}
         trains = self.threat.trains(clients)
         plans = self.plans(t, clients[trains])
-        result = self.engine.train(w, {k: v[torch.as_tensor(trains)] for k, v in recv.items()}, plans, self.cfg.lr)
+        w0 = alg.start(w, state)
+        result = self.engine.train(w0, {k: v[torch.as_tensor(trains)] for k, v in recv.items()}, plans, self.cfg.lr)
         uploads = self.threat.uploads(clients, result.uploads, w, w_prev)
         w_new, state, metrics = alg.aggregate(w, state, uploads, ids, self.sizes[ids])
         if result.buffers:

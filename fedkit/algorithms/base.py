@@ -35,6 +35,11 @@ class Algorithm:
         """Server state (may hold per-client tables of shape [num_clients, ...])."""
         return {}
 
+    def start(self, w: torch.Tensor, state: Tensors) -> torch.Tensor:
+        """The model the sampled clients receive and start from (the ``w0`` of the client hooks); default w,
+        FedACG: the look-ahead x_t + λ m_t. ``aggregate`` still gets w."""
+        return w
+
     def message(self, w: torch.Tensor, state: Tensors, clients: torch.Tensor) -> Tensors:
         """Tensors sent to the sampled clients besides w, stacked [n, ...]; counted as bytes down."""
         return {}

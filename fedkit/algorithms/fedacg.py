@@ -12,9 +12,6 @@ paper's (β/2)‖·‖². The server learning rate η_g (``server_lr``, default 
 update before it enters the momentum, so x_{t+1} − x_t = m_{t+1} always holds and the next look-ahead
 extrapolates the step actually taken. Momentum covers trainable parameters only (BatchNorm statistics are
 averaged by ``run`` as for every algorithm). λ = 0 and β = 0 give FedAvg.
-
-Needs the generic hook ``Algorithm.start(w, state)`` (the point the clients receive and start from; default w),
-which ``Federation.train_round`` passes to the engine as the clients' w0 while aggregating from w = x_t.
 """
 import math
 
@@ -38,14 +35,6 @@ class FedACG(Algorithm):
         if prox not in ("paper", "code"):
             raise ConfigError(f"fedacg: prox must be 'paper' or 'code', got {prox!r}")
         self.lam, self.beta, self.prox = float(lam), float(beta), prox
-
-    def configure(self, **settings) -> None:
-        # Without the hook every client would start from x_t and the momentum would count λ m_t twice
-        # (§6 pitfalls), so refuse to run rather than train the wrong algorithm. Remove once the hook exists.
-        if "start" not in vars(Algorithm):
-            raise ConfigError("fedacg needs the Algorithm.start(w, state) hook (clients start from the "
-                              "look-ahead x_t + λ m_t), which this fedkit does not have yet")
-        super().configure(**settings)
 
     def init(self, w0):
         return {"m": w0.new_zeros(w0.shape)}  # m_0 = 0

@@ -1,0 +1,1 @@
+"""Per-paper experimental settings and the analyses behind their figures and tables."""

@@ -1,0 +1,112 @@
+"""TACO's experimental settings (Table IV, Sec. V-A; algorithms-seed §1.10) at the three notebook scales.
+
+"paper" is the paper's setup; "small" keeps its structure (N = 20, s = 64, η_g = Kη_l, label groups) with
+fewer local steps and rounds, on the real data in the data root, substituting the sets that are not
+available offline; "ci" runs in seconds on embedded data.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..config import Config
+from ..data.partition import label_group_of
+from ..history import History
+
+# Table IV and Sec. V-A: data set, model, partition, K, T (and η_l for Shakespeare)
+PAPER = {
+    "adult": dict(dataset="adult", model="mlp", partition="dirichlet", partition_args={"phi": 0.5},
+                  local_steps=100, rounds=50),
+    "mnist": dict(dataset="mnist", model="cnn", partition="label_groups", partition_args={},
+                  local_steps=100, rounds=100),
+    "fmnist": dict(dataset="fashion_mnist", model="cnn", partition="label_groups", partition_args={},
+                   local_steps=100, rounds=100),
+    "femnist": dict(dataset="femnist", model="cnn", partition="dirichlet", partition_args={"phi": 0.2},
+                    local_steps=100, rounds=100),
+    "svhn": dict(dataset="svhn", model="cnn", partition="label_groups", partition_args={},
+                 local_steps=1000, rounds=100),
+    "cifar10": dict(dataset="cifar10", model="cnn", partition="label_groups", partition_args={},
+                    local_steps=1000, rounds=200),
+    "cifar100": dict(dataset="cifar100", model="resnet18", partition="dirichlet", partition_args={"phi": 0.5},
+                     local_steps=200, rounds=200, engine="sequential"),
+    "shakespeare": dict(dataset="shakespeare", model="lstm", partition="natural",
+                        partition_args={"min_samples": 64}, local_steps=200, rounds=50, lr=1.0),
+}
+COMMON = dict(num_clients=20, batch_size=64, lr=0.01, server_lr=1.0)  # η_g = Kη_l  ⇔  server_lr = 1
+
+# Offline substitutes at "small" scale (labelled on every figure that uses them).
+SUBSTITUTE = {"svhn": "cifar10_subset", "cifar10": "cifar10_subset", "cifar100": "cifar10_subset"}
+SMALL = dict(local_steps=20, rounds=30)
+CI = dict(dataset="mnist_5k", num_clients=10, local_steps=2, rounds=3, batch_size=32)
+CI_TABULAR = dict(dataset="synthetic", dataset_args={"num_users": 10}, model="mlp", partition="dirichlet",
+                  partition_args={"phi": 0.5, "min_size": 5})
+
+# Table V's methods with the hyper-parameters of Sec. V-A (ζ = 0.1, α = 1, α_t = 0.2, β = 0.001).
+METHODS = {
+    "FedAvg": ("fedavg", {"weighting": "uniform"}),
+    "FedProx": ("fedprox", {"mu": 0.1, "weighting": "uniform"}),
+    "FoolsGold": ("foolsgold", {}),
+    "Scaffold": ("scaffold", {"alpha": 1.0}),
+    "STEM": ("stem", {"a": 0.2}),
+    "FedACG": ("fedacg", {"beta": 0.001}),
+    "TACO": ("taco", {}),
+}
+
+
+def label(dataset: str, scale: str) -> str:
+    """How a figure names the data actually used, e.g. 'svhn (substitute: cifar10_subset)'."""
+    if scale == "small" and dataset in SUBSTITUTE:
+        return f"{dataset} (substitute: {SUBSTITUTE[dataset]})"
+    if scale == "ci":
+        return f"{dataset} (ci: {CI_TABULAR['dataset'] if dataset == 'adult' else CI['dataset']})"
+    return dataset
+
+
+def config(dataset: str, scale: str, method: str = "TACO", seed: int = 0, device: str = "cpu",
+           **changes) -> Config:
+    """The config of ``method`` on ``dataset`` at ``scale``; ``changes`` override any field."""
+    values = {**COMMON, **PAPER[dataset]}
+    if scale == "small":
+        values.update(SMALL, dataset=SUBSTITUTE.get(dataset, values["dataset"]))
+        if values["model"] == "resnet18":
+            values.update(model="cnn", engine="vectorized")  # ResNet-18 on 2 CPU cores is out of budget
+    elif scale == "ci":
+        values.update(CI, **(CI_TABULAR if dataset == "adult" else {}))
+        if values["model"] not in ("mlp", "cnn"):
+            values.update(model="cnn", partition="label_groups", partition_args={}, lr=0.01)
+    algorithm, args = METHODS[method]
+    values.update(algorithm=algorithm, algorithm_args=dict(args), seed=seed, device=device)
+    values.update(changes)
+    return Config(**values)
+
+
+def client_groups(cfg: Config, fractions=(0.1, 0.2, 0.5)) -> np.ndarray:
+    """Group A/B/C (0/1/2) of every client of a label-group partition, as the partitioner drew them."""
+    from ..run import partition_seed
+
+    return label_group_of(cfg.num_clients, partition_seed(cfg), fractions)
+
+
+def freeloader_mask(cfg: Config) -> np.ndarray:
+    """Which clients the config's freeloader threat picks (same stream as the run)."""
+    from ..run import THREAT, rng
+    from ..threats import make_threat
+
+    threat = make_threat(cfg.threat, **cfg.threat_args)
+    threat.choose(cfg.num_clients, rng(cfg.seed, THREAT))
+    return threat.bad
+
+
+def detection_rates(history: History, freeloaders: np.ndarray) -> tuple[float, float]:
+    """(TPR, FPR) at the end of training: expelled freeloaders / freeloaders, expelled benign / benign."""
+    expelled = history.clients.groupby("client")["expelled"].max().reindex(range(len(freeloaders)), fill_value=0)
+    expelled = expelled.to_numpy() > 0
+    return float(expelled[freeloaders].mean()), float(expelled[~freeloaders].mean())
+
+
+def alpha_by_group(history: History, groups: np.ndarray, freeloaders: np.ndarray) -> pd.Series:
+    """Mean α_i^t over rounds and members of groups A, B, C (benign) and of the freeloaders (Table II)."""
+    rows = history.clients
+    kind = np.where(freeloaders, "Freeloaders", np.array(["A", "B", "C"])[groups])
+    return rows.assign(group=kind[rows["client"]]).groupby("group")["alpha"].mean().reindex(
+        ["A", "B", "C", "Freeloaders"])
