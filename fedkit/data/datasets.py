@@ -367,4 +367,4 @@ def load_dataset(name: str, root: str | Path | None = None, download: bool | Non
         given["root"] = Path(root).expanduser() if root is not None else data_root()
     if "download" in params:
         given["download"] = _download_allowed(download)
-    return build("data set", DATASETS, name, **given, **options)
+    return build("data set", DATASETS, name, fixed=given, **options)

@@ -28,7 +28,7 @@ def build_model(name: str, input_shape: tuple[int, ...], num_classes: int, **opt
     """
     if not isinstance(num_classes, int) or isinstance(num_classes, bool) or num_classes < 1:
         raise ConfigError(f"model {name!r}: num_classes must be a positive int, got {num_classes!r}")
-    return build("model", MODELS, name, input_shape=input_shape, num_classes=num_classes, **options)
+    return build("model", MODELS, name, fixed={"input_shape": input_shape, "num_classes": num_classes}, **options)
 
 
 def count_parameters(model: nn.Module) -> int:
