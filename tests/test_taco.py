@@ -198,3 +198,15 @@ def test_taco_enhanced_scaffold_scales_the_correction():
     g, c, c_i = torch.ones(2), out.state["c"], out.state["c_i"][0]
     recv = {"c": c, "c_i": c_i, "alpha": alpha[0]}
     torch.testing.assert_close(fed.algorithm.direction(g, w, w, recv), g + (1 - alpha[0]) * (c - c_i))
+
+
+def test_correction_modes_of_the_local_step():
+    g, delta = torch.tensor([1.0, -2.0]), torch.tensor([4.0, 2.0])
+    recv = {"alpha": torch.tensor(0.25), "Delta": delta}
+    expected = {"uniform": g + 0.5 * delta, "tailored": g + 0.5 * 0.75 * delta, "none": g}  # eq. 8 is "tailored"
+    for mode, value in expected.items():
+        alg = make_algorithm("taco", gamma=0.5, correction=mode)
+        alg.configure(num_clients=2, lr=0.1, server_lr=1.0, local_steps=3, rounds=5)
+        torch.testing.assert_close(alg.direction(g, g, g, recv), value)
+    with pytest.raises(ConfigError, match="correction must be"):
+        make_algorithm("taco", correction="partial")

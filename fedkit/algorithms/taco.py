@@ -41,9 +41,13 @@ class Taco(Algorithm):
     name = "taco"
 
     def __init__(self, gamma: float | None = None, kappa: float = 0.6, lam: float | None = None,
-                 alpha0: float = 0.1, tailored_correction: bool = True, tailored_aggregation: bool = True,
+                 alpha0: float = 0.1, correction: str = "tailored", tailored_aggregation: bool = True,
                  detect: bool = True, expel_rule: str = ">="):
-        """gamma None = 1/K and lam None = T/5 (the paper's defaults, resolved when the run is known)."""
+        """gamma None = 1/K and lam None = T/5 (the paper's defaults, resolved when the run is known).
+
+        ``correction``: "tailored" (eq. 8), "uniform" (every client γΔ_t, the over-correcting scheme of Fig. 1)
+        or "none" (the ablation's ✗); ``tailored_aggregation`` False aggregates uniformly (Table VI).
+        """
         super().__init__("uniform")
         if gamma is not None and not gamma >= 0:
             raise ConfigError(f"taco: gamma must be ≥ 0, got {gamma}")
@@ -53,10 +57,12 @@ class Taco(Algorithm):
             raise ConfigError(f"taco: lam must be > 0, got {lam}")
         if not 0 <= alpha0 <= 1:
             raise ConfigError(f"taco: alpha0 must lie in [0, 1], got {alpha0}")
+        if correction not in ("tailored", "uniform", "none"):
+            raise ConfigError(f"taco: correction must be 'tailored', 'uniform' or 'none', got {correction!r}")
         if expel_rule not in (">=", ">"):
             raise ConfigError(f"taco: expel_rule must be '>=' or '>', got {expel_rule!r}")
         self.gamma_arg, self.kappa, self.lam_arg, self.alpha0 = gamma, kappa, lam, alpha0
-        self.tailored_correction, self.tailored_aggregation = tailored_correction, tailored_aggregation
+        self.correction, self.tailored_aggregation = correction, tailored_aggregation
         self.detect, self.expel_rule = detect, expel_rule
 
     def configure(self, **settings):
@@ -80,8 +86,10 @@ class Taco(Algorithm):
         return {"Delta": state["Delta"].expand(len(clients), -1), "alpha": state["alpha"][clients]}
 
     def direction(self, g, w, w0, recv):
-        if not self.tailored_correction:
+        if self.correction == "none":
             return g
+        if self.correction == "uniform":
+            return g + self.gamma * recv["Delta"]
         return g + self.gamma * (1 - recv["alpha"]) * recv["Delta"]  # eq. 8
 
     def aggregate(self, w, state, ups, clients, sizes):
