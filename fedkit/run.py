@@ -26,7 +26,7 @@ from .errors import ConfigError
 from .history import History
 from .models import build_model
 from .optim import make_optimizer
-from .threats import make_threat
+from .threats import Threat, make_threat
 
 PARTITION, SAMPLING, BATCHES, INIT, THREAT = range(1, 6)  # random stream ids
 
@@ -39,6 +39,13 @@ def rng(seed: int, stream: int, *keys: int) -> np.random.Generator:
 def partition_seed(cfg: Config) -> int:
     """The seed handed to the partitioner (its own stream, independent of the algorithm)."""
     return int(rng(cfg.seed, PARTITION).integers(2**31))
+
+
+def chosen_threat(cfg: Config) -> Threat:
+    """The config's threat with its clients picked from their own stream (independent of the algorithm)."""
+    threat = make_threat(cfg.threat, **cfg.threat_args)
+    threat.choose(cfg.num_clients, rng(cfg.seed, THREAT))
+    return threat
 
 
 def default_cache() -> Path:
@@ -89,8 +96,7 @@ class Federation:
         self.optimizer = make_optimizer(cfg.optimizer or self.algorithm.optimizer, **cfg.optimizer_args)
         self.engine = ENGINES[cfg.engine](self.fm, self.algorithm, self.optimizer, self.task,
                                           self.x_train, self.y_train)
-        self.threat = make_threat(cfg.threat, **cfg.threat_args)
-        self.threat.choose(cfg.num_clients, rng(cfg.seed, THREAT))
+        self.threat = chosen_threat(cfg)
         if self.threat.bad.sum() >= cfg.sampled_per_round():
             raise ConfigError(f"{int(self.threat.bad.sum())} {cfg.threat} but only {cfg.sampled_per_round()} "
                               "clients per round: a round could have no honest client")
@@ -163,9 +169,6 @@ def run(cfg: Config, *, cache: str | Path | bool | None = None, progress: bool =
     fed = Federation(cfg)
     w = fed.fm.flat()
     state, w_prev = fed.algorithm.init(w), w
-    round_rows = [{"round": 0, **fed.evaluate_all(w, state), "diverged": False}]
-    client_rows: list[dict] = []
-    start = 1
     checkpoint = run_dir / "checkpoint.pt" if run_dir else None
     if checkpoint is not None and checkpoint.exists():
         saved = torch.load(checkpoint, map_location=fed.device, weights_only=False)
@@ -174,6 +177,10 @@ def run(cfg: Config, *, cache: str | Path | bool | None = None, progress: bool =
         for name, value in saved["buffers"].items():
             fed.fm.buffers[name].copy_(value)
         start = saved["round"] + 1
+    else:
+        round_rows = [{"round": 0, **fed.evaluate_all(w, state), "diverged": False}]
+        client_rows: list[dict] = []
+        start = 1
 
     diverged = any(r["diverged"] for r in round_rows)
     bar = tqdm(range(start, cfg.rounds + 1), disable=not progress or diverged, desc=cfg.algorithm,

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import torch
 from torch.func import vmap
 
+from ..errors import ConfigError
 from .functional import FlatModel, make_client_step
 from .plan import ClientPlan
 
@@ -84,7 +85,6 @@ class VectorizedEngine(Engine):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         if self.fm.buffers:
-            from ..errors import ConfigError
             raise ConfigError("engine 'vectorized' cannot run a model with buffers (BatchNorm running "
                               "statistics); use engine='sequential' or a GroupNorm variant")
         self.vstep = vmap(self.step, in_dims=(0, 0, None, 0, 0, 0, 0, None, None))

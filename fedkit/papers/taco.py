@@ -89,12 +89,9 @@ def client_groups(cfg: Config, fractions=(0.1, 0.2, 0.5)) -> np.ndarray:
 
 def freeloader_mask(cfg: Config) -> np.ndarray:
     """Which clients the config's freeloader threat picks (same stream as the run)."""
-    from ..run import THREAT, rng
-    from ..threats import make_threat
+    from ..run import chosen_threat
 
-    threat = make_threat(cfg.threat, **cfg.threat_args)
-    threat.choose(cfg.num_clients, rng(cfg.seed, THREAT))
-    return threat.bad
+    return chosen_threat(cfg).bad
 
 
 def detection_rates(history: History, freeloaders: np.ndarray) -> tuple[float, float]:
