@@ -26,6 +26,7 @@ from fedkit.models import MODELS, LSTMStack, build_model, count_parameters
         ("vgg16", (3, 32, 32), 10, {}, 14_714_688 + 512 * 512 + 512 + 512 * 10 + 10),
         ("vgg16", (3, 32, 32), 10, {"freeze_features": True}, 512 * 512 + 512 + 512 * 10 + 10),
         ("lstm", (80,), 80, {}, 819_920),
+        ("lstm", (80,), 80, {"hidden": 64}, 640 + (4 * 64 * 72 + 8 * 64) + (4 * 64 * 128 + 8 * 64) + 64 * 80 + 80),
         ("fc500", (784,), 47, {}, 416_047),
         ("fc500", (1, 28, 28), 47, {"hidden_layers": 2}, 666_547),
         ("leaf_cnn", (1, 28, 28), 62, {}, 6_603_710),
@@ -192,6 +193,7 @@ def test_bad_input_shape_says_what_was_expected(name, input_shape, expected):
         ("vgg16", {"head_hidden": -1}, "-1"),
         ("vgg16", {"pretrained": "yes"}, "'yes'"),
         ("lstm", {"vocab_size": 0}, "0"),
+        ("lstm", {"hidden": 0}, "hidden"),
     ],
 )
 def test_bad_option_value_is_named(name, options, bad):

@@ -53,24 +53,28 @@ class LSTMStack(nn.Module):
 
 
 class CharLSTM(nn.Module):
-    """LEAF Shakespeare model (§20.6): Embedding(vocab, 8) → 2-layer LSTM(256) → last step → FC 256 → C.
+    """LEAF Shakespeare model (§20.6): Embedding(vocab, 8) → 2-layer LSTM(hidden) → last step → FC → C.
 
     Input: int64 token ids [B, L] (LEAF: L = 80, vocabulary 80). ``vocab_size`` defaults to num_classes
-    (next-character prediction). 819,920 params for vocabulary 80 and 80 classes.
+    (next-character prediction). 819,920 params for vocabulary 80, 80 classes and LEAF's hidden = 256; a
+    smaller ``hidden`` is for CPU-sized runs.
     """
 
     model_name = "lstm"
 
-    def __init__(self, input_shape: tuple[int, ...], num_classes: int, vocab_size: int | None = None):
+    def __init__(self, input_shape: tuple[int, ...], num_classes: int, vocab_size: int | None = None,
+                 hidden: int = 256):
         super().__init__()
         if len(as_shape(self.model_name, input_shape)) != 1:
             raise ConfigError(f"model 'lstm' expects input_shape (seq_len,), e.g. (80,); got {input_shape!r}")
         vocab_size = num_classes if vocab_size is None else vocab_size
         if not isinstance(vocab_size, int) or isinstance(vocab_size, bool) or vocab_size < 1:
             raise ConfigError(f"model 'lstm': vocab_size must be a positive int, got {vocab_size!r}")
+        if not isinstance(hidden, int) or isinstance(hidden, bool) or hidden < 1:
+            raise ConfigError(f"model 'lstm': hidden must be a positive int, got {hidden!r}")
         self.embedding = nn.Embedding(vocab_size, 8)
-        self.lstm = LSTMStack(8, 256, 2)
-        self.fc = nn.Linear(256, num_classes)
+        self.lstm = LSTMStack(8, hidden, 2)
+        self.fc = nn.Linear(hidden, num_classes)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.fc(self.lstm(self.embedding(x))[:, -1])
