@@ -88,7 +88,7 @@ def cmd_list(args) -> int:
 def cmd_figures(args) -> int:
     from .figures import run_notebooks
 
-    done = run_notebooks(args.notebooks, scale=args.scale, seed=args.seed, device=args.device)
+    done = run_notebooks(args.notebooks, scale=args.scale, seed=args.seed, device=args.device, jobs=args.jobs)
     for path, seconds in done:
         print(f"{seconds:7.1f} s  {path}")
     return 0
@@ -105,6 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--scale", choices=("ci", "small", "paper"), default="small")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", default="cpu")
+    p.add_argument("--jobs", type=int, default=1, help="notebooks run at once (default 1)")
     args = parser.parse_args(argv)
     try:
         return {"run": cmd_run, "list": cmd_list, "figures": cmd_figures}[args.command](args)

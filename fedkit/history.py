@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import json
 import math
+import os
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -40,10 +42,11 @@ class History:
         directory.mkdir(parents=True, exist_ok=True)
         for name in ("rounds", "clients"):
             frame = getattr(self, name)
-            path = directory / f"{name}.{fmt}"
-            frame.to_parquet(path, index=False) if fmt == "parquet" else frame.to_csv(path, index=False)
-        (directory / "meta.json").write_text(json.dumps({"config": self.config, "diverged": self.diverged,
-                                                         "format": fmt}, indent=1, default=str))
+            with replacing(directory / f"{name}.{fmt}") as path:
+                frame.to_parquet(path, index=False) if fmt == "parquet" else frame.to_csv(path, index=False)
+        with replacing(directory / "meta.json") as path:  # last: a reader that sees it sees complete files
+            path.write_text(json.dumps({"config": self.config, "diverged": self.diverged, "format": fmt},
+                                       indent=1, default=str))
         return directory
 
     @classmethod
@@ -54,3 +57,11 @@ class History:
         read = pd.read_parquet if fmt == "parquet" else pd.read_csv
         return cls(meta["config"], read(directory / f"rounds.{fmt}"), read(directory / f"clients.{fmt}"),
                    meta["diverged"])
+
+
+@contextmanager
+def replacing(path: Path):
+    """Write to a temporary name, then atomically replace ``path``: concurrent readers never see half a file."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    yield temporary
+    os.replace(temporary, path)

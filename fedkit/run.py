@@ -23,7 +23,7 @@ from .config import Config
 from .data import load_dataset, make_partition
 from .engine import ENGINES, FlatModel, RoundResult, evaluate, local_steps, make_plan
 from .errors import ConfigError
-from .history import History
+from .history import History, replacing
 from .models import build_model
 from .optim import make_optimizer
 from .threats import Threat, make_threat
@@ -205,8 +205,9 @@ def run(cfg: Config, *, cache: str | Path | bool | None = None, progress: bool =
         round_rows.append(record)
         if checkpoint is not None:
             checkpoint.parent.mkdir(parents=True, exist_ok=True)
-            torch.save({"round": t, "w": w, "w_prev": w_prev, "state": state, "buffers": fed.fm.buffers,
-                        "rounds": round_rows, "clients": client_rows}, checkpoint)
+            with replacing(checkpoint) as path:
+                torch.save({"round": t, "w": w, "w_prev": w_prev, "state": state, "buffers": fed.fm.buffers,
+                            "rounds": round_rows, "clients": client_rows}, path)
         bar.set_postfix(acc=f"{scores['test_accuracy']:.4f}", loss=f"{record['train_loss']:.4f}")
         for callback in callbacks:
             callback(record, w)

@@ -34,3 +34,33 @@ def test_unknown_notebook_or_scale_is_refused(tmp_path):
         find_notebooks([tmp_path / "nope.ipynb"])
     with pytest.raises(FedkitError, match="scale must be one of"):
         run_notebooks([TEACHING], scale="huge")
+
+
+def _notebook(path: Path, name: str) -> Path:
+    import nbformat
+
+    cells = [nbformat.v4.new_code_cell('scale = "small"\nseed = 0\ndevice = "cpu"', metadata={"tags": ["parameters"]}),
+             nbformat.v4.new_code_cell("import os, pandas as pd, matplotlib.pyplot as plt\n"
+                                       "from fedkit.figures import save_figure\n"
+                                       "fig = plt.figure()\n"
+                                       f"save_figure(fig, pd.DataFrame({{'scale': [scale],"
+                                       f" 'threads': [os.environ.get('OMP_NUM_THREADS')]}}), 'jobs', '{name}')")]
+    kernel = {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}
+    nbformat.write(nbformat.v4.new_notebook(cells=cells, metadata=kernel), path / f"{name}.ipynb")
+    return path / f"{name}.ipynb"
+
+
+def test_jobs_run_notebooks_side_by_side_with_a_thread_budget_each(tmp_path, monkeypatch):
+    monkeypatch.setenv("FEDKIT_FIGURES", str(tmp_path / "figures"))
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setattr("os.cpu_count", lambda: 4)
+    first, second = _notebook(tmp_path, "first"), _notebook(tmp_path, "second")
+    done = run_notebooks([first, second], scale="ci", output_dir=tmp_path / "executed", jobs=2)
+    assert [path for path, _ in done] == [first, second]
+    for name in ("first", "second"):
+        assert (tmp_path / "figures" / "jobs" / f"{name}.csv").read_text().splitlines()[1] == "ci,2"
+
+
+def test_jobs_must_be_a_positive_integer():
+    with pytest.raises(FedkitError, match="jobs must be an integer ≥ 1, got 0"):
+        run_notebooks([TEACHING], scale="ci", jobs=0)
