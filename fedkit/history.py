@@ -18,6 +18,7 @@ class History:
     rounds: pd.DataFrame  # round 0 = the initial model; then one row per trained round
     clients: pd.DataFrame  # one row per client and round it took part in
     diverged: bool = False
+    ended_early: str | None = None  # why training stopped before the last round (e.g. every client expelled)
     weights: torch.Tensor | None = field(default=None, repr=False)  # final global model (flat), not saved
 
     @property
@@ -45,8 +46,8 @@ class History:
             with replacing(directory / f"{name}.{fmt}") as path:
                 frame.to_parquet(path, index=False) if fmt == "parquet" else frame.to_csv(path, index=False)
         with replacing(directory / "meta.json") as path:  # last: a reader that sees it sees complete files
-            path.write_text(json.dumps({"config": self.config, "diverged": self.diverged, "format": fmt},
-                                       indent=1, default=str))
+            path.write_text(json.dumps({"config": self.config, "diverged": self.diverged,
+                                        "ended_early": self.ended_early, "format": fmt}, indent=1, default=str))
         return directory
 
     @classmethod
@@ -56,7 +57,7 @@ class History:
         fmt = meta["format"]
         read = pd.read_parquet if fmt == "parquet" else pd.read_csv
         return cls(meta["config"], read(directory / f"rounds.{fmt}"), read(directory / f"clients.{fmt}"),
-                   meta["diverged"])
+                   meta["diverged"], meta.get("ended_early"))
 
 
 @contextmanager

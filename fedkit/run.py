@@ -185,8 +185,13 @@ def run(cfg: Config, *, cache: str | Path | bool | None = None, progress: bool =
     diverged = any(r["diverged"] for r in round_rows)
     bar = tqdm(range(start, cfg.rounds + 1), disable=not progress or diverged, desc=cfg.algorithm,
                initial=start - 1, total=cfg.rounds)
+    ended_early = None
     for t in bar:
         if diverged:
+            break
+        eligible = fed.algorithm.eligible(state)
+        if eligible is not None and not bool(eligible.any()):
+            ended_early = f"no eligible client left after round {t - 1} (every client was expelled)"
             break
         wall = time.perf_counter()
         rnd = fed.train_round(t, w, state, w_prev)
@@ -214,7 +219,7 @@ def run(cfg: Config, *, cache: str | Path | bool | None = None, progress: bool =
         if cfg.stop_accuracy is not None and scores["test_accuracy"] >= cfg.stop_accuracy:
             break
 
-    history = History(cfg.to_dict(), pd.DataFrame(round_rows), pd.DataFrame(client_rows), diverged, w)
+    history = History(cfg.to_dict(), pd.DataFrame(round_rows), pd.DataFrame(client_rows), diverged, ended_early, w)
     if run_dir is not None:
         history.save(run_dir, fmt="parquet")
         checkpoint.unlink(missing_ok=True)

@@ -8,7 +8,7 @@ from fedkit import Config, ConfigError, run
 from fedkit.algorithms import make_algorithm
 from fedkit.algorithms.taco import tailored_coefficients, tailored_mean
 from fedkit.run import Federation
-from tests.test_algorithms import W0, client_problem, final_weights, local_gd, toy_config
+from tests.test_algorithms import CURVATURES, W0, client_problem, final_weights, local_gd, toy_config
 
 ENGINES = ["sequential", "vectorized"]
 K, LR = 3, 0.15  # K·η_l = 0.45 ≠ 1, so unit mistakes in eqs. 8/9 show
@@ -210,3 +210,15 @@ def test_correction_modes_of_the_local_step():
         torch.testing.assert_close(alg.direction(g, g, g, recv), value)
     with pytest.raises(ConfigError, match="correction must be"):
         make_algorithm("taco", correction="partial")
+
+
+def test_a_run_whose_clients_are_all_expelled_ends_early_and_says_why(tmp_path):
+    # every optimum lies up and to the right of w_0, so every upload has a positive cosine to their mean
+    centers = [[5.0, 4.0], [6.0, 7.0], [4.0, 6.0], [7.0, 5.0]]
+    cfg = toy_config(algorithm="taco", algorithm_args={"kappa": 1e-9, "lam": 1}, local_steps=2, rounds=5,
+                     dataset_args={"centers": centers, "curvatures": CURVATURES})
+    history = run(cfg, cache=tmp_path, progress=False)
+    assert history.clients.groupby("client")["expelled"].max().all()
+    assert history.ended_early == "no eligible client left after round 1 (every client was expelled)"
+    assert history.rounds["round"].tolist() == [0, 1] and not history.diverged
+    assert run(cfg, cache=tmp_path, progress=False).ended_early == history.ended_early  # kept by the cache
