@@ -170,6 +170,7 @@ def test_engine_evaluates_two_gradients_per_local_step():
         return inner(w, local, w0, recv, counted, optimizer, lr)
 
     fed.algorithm.local_step = counting
+    fed.engine.warmed_up = True  # count the round's own steps, not the untimed warm-up step
     w = fed.fm.flat()
     fed.train_round(1, w, fed.algorithm.init(w), w)
     assert len(calls) == 2 * 3 * 4  # 2 evaluations × K steps × 4 clients

@@ -46,8 +46,11 @@ class SequentialEngine(Engine):
     """
 
     trace: list | None = None
+    warmed_up = False
 
     def train(self, w0, recv, plans, lr):
+        if not self.warmed_up and plans:
+            self._warm_up(w0, {k: v[0] for k, v in recv.items()}, plans[0], lr)
         uploads, losses, seconds, buffers = [], [], [], []
         for j, plan in enumerate(plans):
             self._sync()
@@ -74,6 +77,17 @@ class SequentialEngine(Engine):
             seconds.append(time.perf_counter() - start)
         stack = lambda rows: {k: torch.stack([r[k] for r in rows]) for k in rows[0]} if rows[0] else None
         return RoundResult(stack(uploads), torch.stack(losses).detach(), seconds, stack(buffers))
+
+
+    def _warm_up(self, w0, mine, plan, lr):
+        """One untimed local step on copies, so that one-off costs of a process's first step (kernel set-up,
+        allocator growth: up to 2 s on a CPU) do not land in the first client's time."""
+        rows = plan.indices[0, :int(plan.mask[0].sum())].to(w0.device)
+        state = self.algorithm.local_init(w0, mine, self.optimizer)
+        buffers = {k: v.clone() for k, v in self.fm.buffers.items()}
+        self.step(w0.clone(), state, w0, mine, self.x[rows], self.y[rows], plan.mask[0, :len(rows)].to(w0.device), lr,
+                  buffers)
+        self.warmed_up = True
 
 
 class VectorizedEngine(Engine):
