@@ -64,5 +64,8 @@ class History:
 def replacing(path: Path):
     """Write to a temporary name, then atomically replace ``path``: concurrent readers never see half a file."""
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    yield temporary
-    os.replace(temporary, path)
+    try:
+        yield temporary
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)  # a failed write leaves no stray file

@@ -113,3 +113,14 @@ def test_stop_accuracy_ends_the_run_at_the_target():
     h = run(digits_config(rounds=40, stop_accuracy=0.5), cache=False, progress=False)
     assert h.rounds["test_accuracy"].iloc[-1] >= 0.5
     assert (h.rounds["test_accuracy"].iloc[:-1] < 0.5).all()
+
+
+def test_a_failed_cache_write_leaves_the_old_file_and_no_temporary(tmp_path):
+    from fedkit.history import replacing
+
+    target = tmp_path / "rounds.csv"
+    target.write_text("old")
+    with pytest.raises(RuntimeError), replacing(target) as path:
+        path.write_text("half")
+        raise RuntimeError("disk full")
+    assert target.read_text() == "old" and [p.name for p in tmp_path.iterdir()] == ["rounds.csv"]

@@ -78,7 +78,6 @@ class SequentialEngine(Engine):
         stack = lambda rows: {k: torch.stack([r[k] for r in rows]) for k in rows[0]} if rows[0] else None
         return RoundResult(stack(uploads), torch.stack(losses).detach(), seconds, stack(buffers))
 
-
     def _warm_up(self, w0, mine, plan, lr):
         """One untimed local step on copies, so that one-off costs of a process's first step (kernel set-up,
         allocator growth: up to 2 s on a CPU) do not land in the first client's time."""
