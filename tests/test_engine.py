@@ -72,3 +72,23 @@ def test_fixed_steps_continue_into_a_fresh_permutation():
     plan = make_plan(0, np.arange(5), 4, 5, np.random.default_rng(0))
     assert plan.mask.sum(1).tolist() == [4, 1, 4, 1, 4]
     assert sorted(plan.indices[2:4][plan.mask[2:4] > 0].tolist()) == list(range(5))
+
+
+@pytest.mark.parametrize("name, args", [("fedprox", {"mu": 0.5}), ("fedavg", {})])
+def test_autograd_and_func_grad_client_steps_agree(name, args):
+    """The sequential engine's plain-autograd step and the vmap-ready torch.func.grad step are one function."""
+    from fedkit.engine import make_client_step
+
+    x, y = toy_data(16)
+    torch.manual_seed(0)
+    fm = FlatModel(nn.Sequential(nn.Linear(12, 6), nn.Tanh(), nn.Linear(6, 3)))
+    algorithm = make_algorithm(name, **args)
+    w0 = fm.flat()
+    w = w0 + 0.1 * torch.randn_like(w0)  # away from w0, so that FedProx's proximal gradient μ(w − w0) is not 0
+    out = {}
+    for vectorized in (True, False):
+        step = make_client_step(fm, algorithm, SGD(), "classification", vectorized)
+        out[vectorized] = step(w, {}, w0, {}, x, y, torch.ones(16), 0.1, {})
+    torch.testing.assert_close(out[True][0], out[False][0], rtol=0, atol=1e-7)
+    torch.testing.assert_close(out[True][2], out[False][2])
+    assert not out[False][0].requires_grad

@@ -25,10 +25,12 @@ class RoundResult:
 
 
 class Engine:
+    vectorized = False  # whether the client step runs under vmap
+
     def __init__(self, fm: FlatModel, algorithm, optimizer, task: str, x: torch.Tensor, y: torch.Tensor):
         self.fm, self.algorithm, self.optimizer = fm, algorithm, optimizer
         self.x, self.y = x, y
-        self.step = make_client_step(fm, algorithm, optimizer, task)
+        self.step = make_client_step(fm, algorithm, optimizer, task, self.vectorized)
 
     def _sync(self):
         if self.x.is_cuda:
@@ -94,6 +96,8 @@ class VectorizedEngine(Engine):
 
     Clients with fewer local steps than the longest are masked once they are done.
     """
+
+    vectorized = True
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

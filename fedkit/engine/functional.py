@@ -45,7 +45,7 @@ def sample_loss(task: str) -> Callable[[torch.Tensor, torch.Tensor], torch.Tenso
     return lambda out, y: out
 
 
-def make_client_step(fm: FlatModel, algorithm, optimizer, task: str):
+def make_client_step(fm: FlatModel, algorithm, optimizer, task: str, vectorized: bool = False):
     """One local step of one client: ``(w, local, w0, recv, x, y, mask, lr, buffers) -> (w, local, loss)``.
 
     ``local`` is the client's within-round state (optimizer moments, an algorithm's momentum, ...); the step
@@ -53,6 +53,9 @@ def make_client_step(fm: FlatModel, algorithm, optimizer, task: str):
     ``mask`` marks the real samples of a padded batch; the returned loss is the batch's data loss at w.
     ``buffers`` (BatchNorm statistics, updated in place) are an explicit input because torch.func forbids
     mutating tensors captured from outside a transformed function.
+    ``vectorized``: the step will run under ``vmap``, so the gradient is ``torch.func.grad``; one client alone
+    takes the same gradient with plain autograd, which is faster on a CPU (benchmarks/gradient.py: 1.2–1.3× for
+    the small CNN, 1.3–1.4× for the 64-unit LSTM).
     """
     per_sample = sample_loss(task)
 
@@ -61,7 +64,7 @@ def make_client_step(fm: FlatModel, algorithm, optimizer, task: str):
         extra = algorithm.objective(w, w0, recv)
         return (data if extra is None else data + extra), data
 
-    gradient = grad(loss, has_aux=True)
+    gradient = grad(loss, has_aux=True) if vectorized else _autograd(loss)
 
     def step(w, local, w0, recv, x, y, mask, lr, buffers):
         def grad_at(v):
@@ -70,6 +73,19 @@ def make_client_step(fm: FlatModel, algorithm, optimizer, task: str):
         return algorithm.local_step(w, local, w0, recv, grad_at, optimizer, lr)
 
     return step
+
+
+def _autograd(loss):
+    """``torch.func.grad(loss, has_aux=True)`` computed with torch.autograd (same value, less overhead)."""
+
+    def gradient(w, *args):
+        with torch.enable_grad():
+            v = w.detach().requires_grad_(True)
+            total, data = loss(v, *args)
+            (g,) = torch.autograd.grad(total, v)
+        return g, data.detach()
+
+    return gradient
 
 
 @torch.no_grad()
