@@ -219,6 +219,8 @@ def run(cfg: Config, *, cache: str | Path | bool | None = None, progress: bool =
         if cfg.stop_accuracy is not None and scores["test_accuracy"] >= cfg.stop_accuracy:
             break
 
+    if ended_early and round_rows[-1]["round"] % cfg.eval_every:  # the last trained round went unevaluated
+        round_rows[-1].update(fed.evaluate_all(w, state))  # the model training ended on is the final one
     history = History(cfg.to_dict(), pd.DataFrame(round_rows), pd.DataFrame(client_rows), diverged, ended_early, w)
     if run_dir is not None:
         history.save(run_dir, fmt="parquet")

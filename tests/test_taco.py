@@ -222,3 +222,6 @@ def test_a_run_whose_clients_are_all_expelled_ends_early_and_says_why(tmp_path):
     assert history.ended_early == "no eligible client left after round 1 (every client was expelled)"
     assert history.rounds["round"].tolist() == [0, 1] and not history.diverged
     assert run(cfg, cache=tmp_path, progress=False).ended_early == history.ended_early  # kept by the cache
+    # with evaluation every 5 rounds, the model training ended on (round 1's) is still evaluated
+    sparse = run(cfg.replace(eval_every=5), cache=False, progress=False)
+    assert sparse.rounds["test_loss"].tolist() == history.rounds["test_loss"].tolist()
