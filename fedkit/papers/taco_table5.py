@@ -35,12 +35,18 @@ def runs(datasets: list[str], scale: str, seed: int = 0, device: str = "cpu") ->
             for name in datasets for method in METHODS}
 
 
-def cell(r) -> str:
-    """A Table V cell: 'final % (rounds to target)', × where the target was never reached or the run diverged."""
+def reached(r) -> str:
+    """Rounds to the target in brackets ('(12)', '(×)' never reached, '(diverged)'), then 'all expelled' where the
+    run stopped because TACO's rule had expelled every client."""
     if r.diverged:
-        return "× (diverged)"
-    reached = "×" if pd.isna(r.rounds_to_target) else int(r.rounds_to_target)
-    return f"{100 * r.final_accuracy:.2f} ({reached}){' all expelled' if pd.notna(r.ended_early) else ''}"
+        return "(diverged)"
+    rounds = "×" if pd.isna(r.rounds_to_target) else int(r.rounds_to_target)
+    return f"({rounds}){' all expelled' if pd.notna(r.ended_early) else ''}"
+
+
+def cell(r) -> str:
+    """A Table V cell: 'final % (rounds to target)'; '× (diverged)' for a diverged run."""
+    return "× (diverged)" if r.diverged else f"{100 * r.final_accuracy:.2f} {reached(r)}"
 
 
 def table(histories: dict[tuple[str, str], History], scale: str) -> pd.DataFrame:
@@ -133,11 +139,13 @@ def taco_vs_fedavg(histories: dict[tuple[str, str], History], table: pd.DataFram
     verdicts = {}
     final = table.pivot(index="method", columns="dataset", values="final_accuracy")
     for name in dict.fromkeys(table["dataset"]):
-        last5 = {m: histories[name, m].rounds["test_accuracy"].dropna().iloc[-5:].mean() for m in ("FedAvg", "TACO")}
+        last5 = {m: histories[name, m].rounds["test_accuracy"].dropna().iloc[-5:].mean()
+                 for m in ("FedAvg", "TACO")}
         verdicts[name] = holds = bool(final.loc["TACO", name] >= final.loc["FedAvg", name])
         print(f"{taco.label(name, scale)}: TACO {100 * final.loc['TACO', name]:.2f} % vs FedAvg "
               f"{100 * final.loc['FedAvg', name]:.2f} % → TACO ≥ FedAvg {'reproduced' if holds else 'NOT reproduced'}"
-              f" (mean of the last five rounds: TACO {100 * last5['TACO']:.2f} %, FedAvg {100 * last5['FedAvg']:.2f} %)")
+              f" (mean of the last five rounds: TACO {100 * last5['TACO']:.2f} %, "
+              f"FedAvg {100 * last5['FedAvg']:.2f} %)")
     taco_rows = table[table["method"] == "TACO"].set_index("dataset")
     gain = 100 * (final.loc["TACO"] / final.loc["FedAvg"] - 1)
     print("TACO accuracy gain over FedAvg, % (paper 2.76–58.68):", gain[list(verdicts)].round(2).to_dict())
