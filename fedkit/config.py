@@ -45,7 +45,7 @@ class Config:
     seed: int = 0
     device: str = "cpu"
     engine: str = "vectorized"
-    eval_every: int = 1
+    eval_every: int = 1  # test every n-th round, and always the last
     stop_accuracy: float | None = None  # stop once test accuracy reaches this (rounds-to-target runs)
 
     def __post_init__(self):

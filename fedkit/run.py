@@ -197,7 +197,7 @@ def run(cfg: Config, *, cache: str | Path | bool | None = None, progress: bool =
         rnd = fed.train_round(t, w, state, w_prev)
         w_prev, w, state, result = w, rnd.w, rnd.state, rnd.result
         diverged = not (bool(torch.isfinite(w).all()) and bool(torch.isfinite(result.train_loss).all()))
-        evaluated = not diverged and t % cfg.eval_every == 0
+        evaluated = not diverged and (t % cfg.eval_every == 0 or t == cfg.rounds)
         scores = fed.evaluate_all(w, state) if evaluated else {"test_accuracy": np.nan, "test_loss": np.nan}
         diverged = diverged or (evaluated and not np.isfinite(scores["test_loss"]))
         client_rows += _client_rows(fed, t, rnd)

@@ -124,3 +124,12 @@ def test_a_failed_cache_write_leaves_the_old_file_and_no_temporary(tmp_path):
         path.write_text("half")
         raise RuntimeError("disk full")
     assert target.read_text() == "old" and [p.name for p in tmp_path.iterdir()] == ["rounds.csv"]
+
+
+def test_sparse_evaluation_tests_every_nth_round_and_the_last_without_changing_training():
+    dense = run(digits_config(rounds=5), cache=False, progress=False)
+    sparse = run(digits_config(rounds=5, eval_every=3), cache=False, progress=False)
+    tested = sparse.rounds.dropna(subset=["test_accuracy"])["round"].tolist()
+    assert tested == [0, 3, 5]
+    pd.testing.assert_frame_equal(results(sparse).loc[tested], results(dense).loc[tested])
+    pd.testing.assert_series_equal(sparse.rounds["train_loss"], dense.rounds["train_loss"])
