@@ -141,6 +141,11 @@ class Federation:
             else:  # num_batches_tracked
                 target.copy_(values.max(0).values)
 
+    def nobody_eligible(self, state) -> bool:
+        """Whether the algorithm has excluded every client (e.g. TACO expelled them all): training must stop."""
+        eligible = self.algorithm.eligible(state)
+        return eligible is not None and not bool(eligible.any())
+
     def evaluate(self, w) -> tuple[float, float]:
         return evaluate(self.fm, w, self.x_test, self.y_test, self.task)
 
@@ -185,19 +190,16 @@ def run(cfg: Config, *, cache: str | Path | bool | None = None, progress: bool =
     diverged = any(r["diverged"] for r in round_rows)
     bar = tqdm(range(start, cfg.rounds + 1), disable=not progress or diverged, desc=cfg.algorithm,
                initial=start - 1, total=cfg.rounds)
-    ended_early = None
+    stranded = fed.nobody_eligible(state)
     for t in bar:
-        if diverged:
-            break
-        eligible = fed.algorithm.eligible(state)
-        if eligible is not None and not bool(eligible.any()):
-            ended_early = f"no eligible client left after round {t - 1} (every client was expelled)"
+        if diverged or stranded:
             break
         wall = time.perf_counter()
         rnd = fed.train_round(t, w, state, w_prev)
         w_prev, w, state, result = w, rnd.w, rnd.state, rnd.result
         diverged = not (bool(torch.isfinite(w).all()) and bool(torch.isfinite(result.train_loss).all()))
-        evaluated = not diverged and (t % cfg.eval_every == 0 or t == cfg.rounds)
+        stranded = fed.nobody_eligible(state)  # then this round is the last one trained
+        evaluated = not diverged and (t % cfg.eval_every == 0 or t == cfg.rounds or stranded)
         scores = fed.evaluate_all(w, state) if evaluated else {"test_accuracy": np.nan, "test_loss": np.nan}
         diverged = diverged or (evaluated and not np.isfinite(scores["test_loss"]))
         client_rows += _client_rows(fed, t, rnd)
@@ -219,8 +221,9 @@ def run(cfg: Config, *, cache: str | Path | bool | None = None, progress: bool =
         if cfg.stop_accuracy is not None and scores["test_accuracy"] >= cfg.stop_accuracy:
             break
 
-    if ended_early and round_rows[-1]["round"] % cfg.eval_every:  # the last trained round went unevaluated
-        round_rows[-1].update(fed.evaluate_all(w, state))  # the model training ended on is the final one
+    last = round_rows[-1]["round"]
+    ended_early = (f"no eligible client left after round {last} (every client was expelled)"
+                   if stranded and last < cfg.rounds else None)
     history = History(cfg.to_dict(), pd.DataFrame(round_rows), pd.DataFrame(client_rows), diverged, ended_early, w)
     if run_dir is not None:
         history.save(run_dir, fmt="parquet")

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from ..history import History
+from ..run import run
 from . import taco
 
 METHODS = list(taco.METHODS)
@@ -29,8 +30,6 @@ SLOW = 1.8  # Fig. 4's "o": more than 80 % over FedAvg's client time to the targ
 
 def runs(datasets: list[str], scale: str, seed: int = 0, device: str = "cpu") -> dict[tuple[str, str], History]:
     """Every Table V method on every data set, keyed (data set, method); runs come from the cache when there."""
-    from ..run import run
-
     return {(name, method): run(taco.config(name, scale, method, seed=seed, device=device), progress=False)
             for name in datasets for method in METHODS}
 
@@ -103,8 +102,6 @@ def expulsions(histories: dict[tuple[str, str], History], scale: str, seed: int 
                device: str = "cpu") -> pd.DataFrame:
     """A diagnostic the paper does not report: in Table V nobody is a freeloader, so every client TACO's rule
     (eq. 10) expels is a false positive. Where it expels anyone, TACO is re-run with detection off."""
-    from ..run import run
-
     rows = []
     for name in dict.fromkeys(d for d, _ in histories):
         h = histories[name, "TACO"]
