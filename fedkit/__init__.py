@@ -3,7 +3,9 @@ __version__ = "0.1.0"
 
 from .config import Config  # noqa: E402
 from .errors import ConfigError, DataNotFoundError, FedkitError  # noqa: E402
+from .federation import Federation  # noqa: E402
 from .history import History  # noqa: E402
-from .run import run  # noqa: E402
+from .runner import run  # noqa: E402
 
-__all__ = ["Config", "ConfigError", "DataNotFoundError", "FedkitError", "History", "run", "__version__"]
+__all__ = ["Config", "ConfigError", "DataNotFoundError", "FedkitError", "Federation", "History", "run",
+           "__version__"]

@@ -1,9 +1,15 @@
-"""The ``fedkit`` command: run experiments, list what exists, regenerate figures."""
+"""The ``fedkit`` command: run experiments, list what exists, regenerate figures.
+
+Every input is checked before anything trains; a bad one ends in one line ``fedkit: error: ...`` and exit
+status 2.
+"""
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import sys
+import typing
 from pathlib import Path
 
 import yaml
@@ -11,62 +17,182 @@ import yaml
 from .config import Config
 from .errors import FedkitError
 
+# One line per Config field for `fedkit run --help` (tests check that every field has one).
+HELP = {
+    "dataset": "data set (fedkit list datasets)",
+    "dataset_args": "options of the data set loader, e.g. '{alpha: 0.5}' for synthetic",
+    "partition": "how the training set is split among clients (fedkit list partitions)",
+    "partition_args": "options of the partition, e.g. '{phi: 0.1}' for dirichlet",
+    "num_clients": "number of clients",
+    "participation": "fraction of clients sampled each round, in (0, 1]",
+    "clients_per_round": "a count of clients sampled each round instead of a fraction (overrides participation)",
+    "model": "model (fedkit list models)",
+    "model_args": "options of the model",
+    "algorithm": "algorithm, or a comma-separated list to compare (fedkit list algorithms)",
+    "algorithm_args": "hyper-parameters of the algorithm, e.g. '{mu: 0.01}' for fedprox",
+    "rounds": "communication rounds",
+    "local_steps": "K, local steps per round; set exactly one of local_steps / local_epochs (null unsets)",
+    "local_epochs": "E: client i then takes E·⌈n_i / batch_size⌉ steps per round",
+    "batch_size": "minibatch size of a local step",
+    "lr": "η_l, client learning rate (in round 1): a client steps w ← w − lr·d",
+    "lr_schedule": "η_l over rounds: constant, step or cosine",
+    "lr_schedule_args": "options of the schedule, e.g. '{every: 10, gamma: 0.5}' for step",
+    "server_lr": "η_g, server learning rate: x ← x + server_lr·Σ p_i (y_i − x); 1 = plain averaging",
+    "threat": "threat model, e.g. freeloaders; null = every client honest",
+    "threat_args": "options of the threat",
+    "optimizer": "client optimizer; null = the algorithm's own choice (fedkit list optimizers)",
+    "optimizer_args": "options of the client optimizer",
+    "seed": "seed of the partition, client sampling, minibatches and initialisation",
+    "device": "cpu, cuda, cuda:N or mps",
+    "engine": "sequential (reference) or vectorized (all clients at once)",
+    "eval_every": "test every n-th round, and always the last",
+    "stop_accuracy": "stop once test accuracy reaches this (rounds-to-target runs); null = never",
+    "link_mbps": "simulated clock: client–server link speed in Mbit/s (2^20 bit/s)",
+    "step_seconds": "simulated clock: seconds per local step; null = the measured compute time",
+}
+_HINTS = typing.get_type_hints(Config)
+_METAVARS = {int: "INT", float: "FLOAT", str: "STR", dict: "MAPPING", type(None): "null"}
+# YAML 1.1 reads 1e-3 as a string: these fields (float in Config's type hints) get such strings as numbers.
+FLOAT_FIELDS = {name for name, hint in _HINTS.items() if float in (hint, *typing.get_args(hint))}
 
-def _parse_value(text: str):
+
+class _Parser(argparse.ArgumentParser):
+    """Usage errors as one line, like the errors fedkit raises."""
+
+    def error(self, message):
+        self.exit(2, f"fedkit: error: {message} (see {self.prog} --help)\n")
+
+
+def _yaml(text: str, what: str):
+    """``text`` parsed as YAML; a syntax error becomes one line naming ``what`` and the place."""
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        detail = str(e).splitlines()[0] if mark is None else \
+            f"{e.problem or e.context} (line {mark.line + 1}, column {mark.column + 1})"
+        raise argparse.ArgumentTypeError(f"{what} is not valid YAML: {detail}") from None
+
+
+def _value(text: str):
     """Options take YAML values: 0.1, true, null, {phi: 0.1}, [1, 2]."""
-    return yaml.safe_load(text)
+    return _yaml(text, repr(text))
+
+
+def _config_file(text: str) -> dict:
+    try:
+        source = Path(text).read_text(encoding="utf-8")
+    except OSError as e:
+        raise argparse.ArgumentTypeError(f"cannot read config file {text!r}: {e.strerror}") from None
+    except UnicodeDecodeError as e:
+        raise argparse.ArgumentTypeError(f"config file {text!r} is not UTF-8 text (byte {e.object[e.start]:#04x} "
+                                         f"at position {e.start}): is it a binary file?") from None
+    values = _yaml(source, f"config file {text!r}")
+    if not isinstance(values, dict | None):
+        raise argparse.ArgumentTypeError(f"config file {text!r} must hold a mapping of config fields "
+                                         f"(field: value lines), got a {type(values).__name__}")
+    return values or {}
+
+
+def _number(value):
+    """``value``, or the float a numeric-looking string reads as (YAML 1.1 reads 1e-3 as a string)."""
+    try:
+        return float(value) if isinstance(value, str) else value
+    except ValueError:
+        return value
+
+
+def _targets(text: str) -> list[float]:
+    values = _value(text)
+    values = [_number(v) for v in (values if isinstance(values, list) else [values])]
+    if not values or not all(isinstance(v, int | float) and not isinstance(v, bool) and 0 < v <= 1
+                             for v in values):
+        raise argparse.ArgumentTypeError(f"must be a list of accuracies in (0, 1], e.g. '[0.5, 0.8]', "
+                                         f"got {text!r}")
+    return values
+
+
+def _out_dir(text: str) -> Path:
+    path = Path(text).absolute()
+    existing = next(p for p in (path, *path.parents) if p.exists())
+    if not existing.is_dir():
+        where = "" if existing == path else f" lies under {str(existing)!r}, which"
+        raise argparse.ArgumentTypeError(f"{text!r}{where} is a file, not a folder")
+    if not os.access(existing, os.W_OK):
+        raise argparse.ArgumentTypeError(f"{text!r}: folder {str(existing)!r} is not writable")
+    return Path(text)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer ≥ 1, got {text!r}")
+    return value
+
+
+def _default(f: dataclasses.Field):
+    """The field's default as YAML, as an option would take it."""
+    value = f.default_factory() if f.default is dataclasses.MISSING else f.default
+    return yaml.safe_dump(value, default_flow_style=True).removesuffix("...\n").strip()
 
 
 def _run_parser(sub):
     p = sub.add_parser("run", help="train one or more algorithms on one configuration",
-                       description="Every config field is an option (YAML values, e.g. --partition-args "
-                                   "'{phi: 0.1}'); --config FILE reads them from a YAML file first. "
-                                   "--algorithm takes a comma-separated list to compare methods.")
-    p.add_argument("--config", type=Path, help="YAML file of config fields")
-    for f in dataclasses.fields(Config):
-        p.add_argument("--" + f.name.replace("_", "-"), dest=f.name, type=_parse_value, default=None,
-                       metavar="VALUE")
-    p.add_argument("--out", type=Path, default=Path("runs"), help="output directory (default: runs)")
+                       usage="fedkit run [--config FILE] [--FIELD VALUE ...] [--out DIR] [...]",
+                       description="Every config field is an option taking a YAML value (e.g. --partition-args "
+                                   "'{phi: 0.1}', --threat null); --config FILE reads fields from a YAML file "
+                                   "first, and options override it. --algorithm takes a comma-separated list to "
+                                   "compare methods.")
+    p.add_argument("--config", type=_config_file, default={}, metavar="FILE", help="YAML file of config fields")
+    fields = p.add_argument_group("config fields")
+    for f in dataclasses.fields(Config):  # SUPPRESS: a field is in args only when given (null included)
+        hint = _HINTS[f.name]
+        metavar = "|".join(_METAVARS.get(t, "VALUE") for t in (typing.get_args(hint) or (hint,)))
+        fields.add_argument("--" + f.name.replace("_", "-"), dest=f.name, type=_value, default=argparse.SUPPRESS,
+                            metavar=metavar, help=f"{HELP.get(f.name, '')} (default: {_default(f)})")
+    p.add_argument("--out", type=_out_dir, default=Path("runs"), metavar="DIR",
+                   help="output folder (default: runs)")
     p.add_argument("--format", choices=("csv", "parquet"), default="csv", help="History file format")
-    p.add_argument("--targets", type=_parse_value, default=None,
+    p.add_argument("--targets", type=_targets, default=None, metavar="LIST",
                    help="accuracies for the rounds-to-target table, e.g. '[0.5, 0.7]'")
     p.add_argument("--no-cache", action="store_true", help="retrain even if a cached result exists")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
 
 
-def _config_values(args) -> dict:
-    values = {}
-    if args.config is not None:
-        if not args.config.exists():
-            raise FedkitError(f"config file {str(args.config)!r} does not exist")
-        values = yaml.safe_load(args.config.read_text()) or {}
-        if not isinstance(values, dict):
-            raise FedkitError(f"config file {str(args.config)!r} must hold a mapping of config fields")
-    for f in dataclasses.fields(Config):
-        if getattr(args, f.name) is not None:
-            values[f.name] = getattr(args, f.name)
-    return values
+def configs(args) -> dict[str, Config]:
+    """One validated Config per algorithm named: the config file's fields, then the options."""
+    values = {**args.config, **{f.name: getattr(args, f.name) for f in dataclasses.fields(Config)
+                                if hasattr(args, f.name)}}
+    values.update({name: _number(values[name]) for name in FLOAT_FIELDS & values.keys()})
+    names = values.pop("algorithm", Config.algorithm)
+    names = names if isinstance(names, list) else str(names).split(",")
+    return {str(n).strip(): Config.from_dict({**values, "algorithm": str(n).strip()}) for n in names}
+
+
+def _train(cfg: Config, args):
+    """Train (or read from the cache) one run and save its History under --out."""
+    from .runner import run
+
+    history = run(cfg, cache=False if args.no_cache else None, progress=not args.quiet)
+    history.save(args.out / f"{cfg.algorithm}-{cfg.key()}", fmt=args.format)
+    return history
 
 
 def cmd_run(args) -> int:
     from .plots import learning_curves
     from .report import summary_table
-    from .run import run
 
-    values = _config_values(args)
-    names = str(values.pop("algorithm", Config.algorithm)).split(",")
-    configs = {n.strip(): Config.from_dict({**values, "algorithm": n.strip()}) for n in names}
-    histories = {}
-    for name, cfg in configs.items():
-        histories[name] = run(cfg, cache=False if args.no_cache else None, progress=not args.quiet)
-        out = args.out / f"{name}-{cfg.key()}"
-        histories[name].save(out, fmt=args.format)
-    first = next(iter(configs.values()))
+    runs = configs(args)  # every config is validated before anything trains
+    histories = {name: _train(cfg, args) for name, cfg in runs.items()}
+    first = next(iter(runs.values()))
     table = summary_table(histories, targets=args.targets)
     print(f"\n{first.dataset} · {first.partition} {first.partition_args} · {first.num_clients} clients · "
           f"{first.rounds} rounds · model {first.model}\n")
     print(table.to_string())
-    png = args.out / f"curves-{first.dataset}-{'-'.join(configs)}.png"
+    png = args.out / f"curves-{first.dataset}-{'-'.join(runs)}.png"
     learning_curves(histories, title=f"{first.dataset}, {first.partition} {first.partition_args}", path=png)
     print(f"\nHistories: {args.out}/<algorithm>-<config hash>/   learning curves: {png}")
     return 0
@@ -86,31 +212,37 @@ def cmd_list(args) -> int:
 
 
 def cmd_figures(args) -> int:
-    from .figures import run_notebooks
+    from .figures import print_summary, run_notebooks
 
-    done = run_notebooks(args.notebooks, scale=args.scale, seed=args.seed, device=args.device, jobs=args.jobs)
-    for path, seconds in done:
-        print(f"{seconds:7.1f} s  {path}")
-    return 0
+    results = run_notebooks(args.notebooks, scale=args.scale, seed=args.seed, device=args.device, jobs=args.jobs)
+    print_summary(results)
+    return 1 if any(r.error for r in results) else 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="fedkit", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
+def parser() -> argparse.ArgumentParser:
+    """The ``fedkit`` command line: sub-commands run, list and figures."""
+    top = _Parser(prog="fedkit", description=__doc__)
+    sub = top.add_subparsers(dest="command", required=True)
     _run_parser(sub)
     p = sub.add_parser("list", help="list algorithms, datasets, models, partitions, optimizers")
     p.add_argument("what", nargs="?", choices=("algorithms", "datasets", "models", "partitions", "optimizers"))
-    p = sub.add_parser("figures", help="run notebooks through papermill and write figures/")
+    p = sub.add_parser("figures", help="run notebooks through papermill and write figures/",
+                       description="Runs every notebook, even after one fails, then prints a table of them "
+                                   "(status, minutes, figure files written); exit status 1 if any failed.")
     p.add_argument("notebooks", nargs="*", help="notebooks or folders (default: all under notebooks/)")
     p.add_argument("--scale", choices=("ci", "small", "paper"), default="small")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", default="cpu")
-    p.add_argument("--jobs", type=int, default=1, help="notebooks run at once (default 1)")
-    args = parser.parse_args(argv)
+    p.add_argument("--jobs", type=_positive_int, default=1, help="notebooks run at once (default 1)")
+    return top
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
     try:
         return {"run": cmd_run, "list": cmd_list, "figures": cmd_figures}[args.command](args)
     except FedkitError as err:
-        print(f"fedkit: error: {err}", file=sys.stderr)
+        print(f"fedkit: error: {' '.join(str(err).splitlines())}", file=sys.stderr)
         return 2
 
 

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import dataclasses
+import difflib
+import functools
 import hashlib
 import json
 import math
@@ -11,6 +13,8 @@ from typing import Any
 from .errors import ConfigError
 
 ENGINES = ("sequential", "vectorized")
+ALIASES = {"learning_rate": "lr", "local_lr": "lr", "client_lr": "lr", "global_lr": "server_lr", "epochs": "local_epochs",
+           "clients": "num_clients", "steps": "local_steps", "batch": "batch_size", "optimiser": "optimizer"}
 
 
 @dataclass(frozen=True)
@@ -36,7 +40,9 @@ class Config:
     local_steps: int | None = 10  # K; exactly one of local_steps / local_epochs is set
     local_epochs: int | None = None  # E: client i then takes E·⌈n_i / batch_size⌉ steps
     batch_size: int = 64
-    lr: float = 0.01  # η_l
+    lr: float = 0.01  # η_l, the client optimizer's learning rate in round 1
+    lr_schedule: str = "constant"  # η_l over rounds: "constant", "step" or "cosine"
+    lr_schedule_args: dict = field(default_factory=dict)  # e.g. {every: 10, gamma: 0.5} for "step"
     server_lr: float = 1.0  # η_g
     threat: str | None = None  # e.g. "freeloaders"; None = every client honest
     threat_args: dict = field(default_factory=dict)
@@ -47,6 +53,8 @@ class Config:
     engine: str = "vectorized"
     eval_every: int = 1  # test every n-th round, and always the last
     stop_accuracy: float | None = None  # stop once test accuracy reaches this (rounds-to-target runs)
+    link_mbps: float = 100.0  # simulated clock: client–server link speed in Mbit/s (2^20 bit/s)
+    step_seconds: float | None = None  # simulated clock: seconds per local step (None = the measured compute time)
 
     def __post_init__(self):
         _validate(self)
@@ -69,10 +77,6 @@ class Config:
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> Config:
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise ConfigError(f"unknown config field(s) {unknown}; known fields: {sorted(known)}")
         return cls(**values)
 
     def sampled_per_round(self) -> int:
@@ -80,12 +84,49 @@ class Config:
             return self.clients_per_round
         return max(1, round(self.participation * self.num_clients))
 
+    def settings(self):
+        """The run's settings an algorithm is built with, including the client optimizer (η_l and its schedule)."""
+        from .algorithms import ALGORITHMS, Settings
+        from .optim import make_optimizer, make_schedule
+
+        schedule = make_schedule(self.lr_schedule, self.rounds, **self.lr_schedule_args)
+        name = self.optimizer or ALGORITHMS[self.algorithm].default_optimizer
+        optimizer = make_optimizer(name, schedule, lr=self.lr, **self.optimizer_args)
+        return Settings(num_clients=self.num_clients, clients_per_round=self.sampled_per_round(), rounds=self.rounds,
+                        local_steps=self.local_steps, local_epochs=self.local_epochs, batch_size=self.batch_size,
+                        server_lr=self.server_lr, optimizer=optimizer)
+
+    def build_algorithm(self):
+        """The run's algorithm, built once with its settings and hyper-parameters (each checked on the way)."""
+        from .algorithms import make_algorithm
+
+        return make_algorithm(self.algorithm, self.settings(), **self.algorithm_args)
+
+
+def _unknown_fields_named(init):
+    """Config(**values) with an unknown field raises ConfigError naming it (and the closest field), not TypeError."""
+
+    @functools.wraps(init)
+    def checked(self, *args, **values):
+        known = [f.name for f in dataclasses.fields(Config)]
+        unknown = sorted(set(values) - set(known))
+        if unknown:
+            hint = [ALIASES[unknown[0]]] if unknown[0] in ALIASES else difflib.get_close_matches(unknown[0], known, n=1)
+            raise ConfigError(f"unknown config field(s) {unknown}{f' (did you mean {hint[0]!r}?)' if hint else ''}; "
+                              f"known fields: {known}")
+        init(self, *args, **values)
+
+    return checked
+
+
+Config.__init__ = _unknown_fields_named(Config.__init__)
+
 
 def _validate(c: Config) -> None:
-    from .algorithms import ALGORITHMS, make_algorithm
+    from .algorithms import ALGORITHMS
     from .data import DATASETS, PARTITIONS
     from .models import MODELS
-    from .optim import OPTIMIZERS, make_optimizer
+    from .optim import OPTIMIZERS
     from .threats import make_threat
 
     def need(ok: bool, name: str, rule: str):
@@ -103,7 +144,8 @@ def _validate(c: Config) -> None:
     known("algorithm", ALGORITHMS)
     if c.optimizer is not None:
         known("optimizer", OPTIMIZERS)
-    for name in ("dataset_args", "partition_args", "model_args", "algorithm_args", "optimizer_args", "threat_args"):
+    for name in ("dataset_args", "partition_args", "model_args", "algorithm_args", "optimizer_args", "threat_args",
+                 "lr_schedule_args"):
         need(isinstance(getattr(c, name), dict), name, "must be a mapping of option names to values")
     for name in ("num_clients", "rounds", "batch_size", "eval_every"):
         need(_is_int(getattr(c, name)) and getattr(c, name) >= 1, name, "must be an integer ≥ 1")
@@ -121,14 +163,17 @@ def _validate(c: Config) -> None:
         need(_is_int(c.local_epochs) and c.local_epochs >= 1, "local_epochs", "must be an integer ≥ 1")
     need(_is_real(c.lr) and c.lr > 0, "lr", "must be a finite number > 0")
     need(_is_real(c.server_lr) and c.server_lr > 0, "server_lr", "must be a finite number > 0")
+    need(_is_real(c.link_mbps) and c.link_mbps > 0, "link_mbps", "must be a finite number > 0")
+    if c.step_seconds is not None:
+        need(_is_real(c.step_seconds) and c.step_seconds >= 0, "step_seconds", "must be a finite number ≥ 0")
     if c.stop_accuracy is not None:
         need(_is_real(c.stop_accuracy) and 0 < c.stop_accuracy <= 1, "stop_accuracy", "must lie in (0, 1]")
     need(c.engine in ENGINES, "engine", f"must be one of {ENGINES}")
     need(isinstance(c.device, str) and c.device.split(":")[0] in ("cpu", "cuda", "mps"), "device",
          "must be 'cpu', 'cuda', 'cuda:N' or 'mps'")
-    # Instantiating the algorithm, optimizer and threat checks their hyper-parameters (names and values).
-    algorithm = make_algorithm(c.algorithm, **c.algorithm_args)
-    make_optimizer(c.optimizer or algorithm.optimizer, **c.optimizer_args)
+    # Building the algorithm (with the optimizer and schedule) and the threat checks every hyper-parameter and
+    # every combination with the run's settings.
+    c.build_algorithm()
     make_threat(c.threat, **c.threat_args)
 
 

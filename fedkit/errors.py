@@ -11,3 +11,7 @@ class ConfigError(FedkitError, ValueError):
 
 class DataNotFoundError(FedkitError, FileNotFoundError):
     """A data set is missing from the data root and may not (or could not) be downloaded."""
+
+
+class DataFileError(FedkitError):
+    """A data file exists but cannot be read (truncated, corrupt, wrong format); the message names it."""

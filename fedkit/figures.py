@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 SCALES = ("ci", "small", "paper")
+WRITTEN_LOG = "FEDKIT_FIGURES_LOG"  # file that save_figure appends the paths it writes to
 
 
 def repo_root() -> Path | None:
@@ -46,8 +49,13 @@ def save_figure(fig, data, paper: str, name: str) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     png = folder / f"{name}.png"
     fig.savefig(png, dpi=130, bbox_inches="tight")
+    written = [png]
     if data is not None:
         data.to_csv(folder / f"{name}.csv", index=False)
+        written.append(folder / f"{name}.csv")
+    if os.environ.get(WRITTEN_LOG):  # set by run_notebooks: the summary lists each notebook's files
+        with open(os.environ[WRITTEN_LOG], "a", encoding="utf-8") as log:
+            log.writelines(f"{path.absolute()}\n" for path in written)
     return png
 
 
@@ -72,13 +80,22 @@ def find_notebooks(targets: list[str | Path]) -> list[Path]:
     return found
 
 
+@dataclass
+class NotebookResult:
+    notebook: Path
+    executed: Path  # papermill's executed copy (with the traceback, if it failed)
+    seconds: float
+    written: list[Path]  # files the notebook wrote through save_figure
+    error: str | None = None  # "cell In [n]: Error: message" if it failed
+
+
 def run_notebooks(targets, scale: str = "small", seed: int = 0, device: str = "cpu",
-                  output_dir: str | Path = "runs/notebooks", jobs: int = 1) -> list[tuple[Path, float]]:
+                  output_dir: str | Path = "runs/notebooks", jobs: int = 1) -> list[NotebookResult]:
     """Execute notebooks with papermill at ``scale``; executed copies go to ``output_dir``.
 
-    ``jobs`` notebooks run at once, in separate processes whose kernels get cpu_count // jobs threads each
-    (unless OMP_NUM_THREADS is set): small models use cores better side by side than split across threads.
-    Notebooks that share a run share it through the run cache.
+    Every notebook is run, whether or not others fail. ``jobs`` notebooks run at once, in separate processes
+    whose kernels get cpu_count // jobs threads each (unless OMP_NUM_THREADS is set): small models use cores
+    better side by side than split across threads. Notebooks that share a run share it through the run cache.
     """
     from .errors import ConfigError
 
@@ -87,23 +104,62 @@ def run_notebooks(targets, scale: str = "small", seed: int = 0, device: str = "c
     if not isinstance(jobs, int) or isinstance(jobs, bool) or jobs < 1:
         raise ConfigError(f"jobs must be an integer ≥ 1, got {jobs!r}")
     notebooks = find_notebooks(targets)
+    if "FEDKIT_FIGURES" in os.environ:  # kernels run in the notebook's folder: pass them an absolute path
+        os.environ["FEDKIT_FIGURES"] = str(Path(os.environ["FEDKIT_FIGURES"]).absolute())
     parameters = {"scale": scale, "seed": seed, "device": device}
     tasks = [(notebook, Path(output_dir) / notebook.parent.name / notebook.name, parameters)
              for notebook in notebooks]
     if jobs == 1:
-        return [(notebook, _execute(*task)) for notebook, task in zip(notebooks, tasks)]
+        return [_execute(*task) for task in tasks]
     os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // jobs)))
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(jobs, mp_context=context) as pool:
-        return list(zip(notebooks, pool.map(_execute, *zip(*tasks))))
+        return list(pool.map(_execute, *zip(*tasks)))
 
 
-def _execute(notebook: Path, out: Path, parameters: dict) -> float:
-    """Run one notebook with papermill; its wall-clock seconds."""
+def _execute(notebook: Path, out: Path, parameters: dict) -> NotebookResult:
+    """Run one notebook with papermill; a failure is caught and described in one line."""
     import papermill
+    from papermill.exceptions import PapermillExecutionError
 
     out.parent.mkdir(parents=True, exist_ok=True)
-    start = time.perf_counter()
-    papermill.execute_notebook(str(notebook), str(out), cwd=str(notebook.parent), progress_bar=False,
-                               parameters=parameters)
-    return time.perf_counter() - start
+    error = None
+    with tempfile.TemporaryDirectory() as tmp:
+        log = Path(tmp) / "written"
+        os.environ[WRITTEN_LOG] = str(log)  # the kernel inherits it (one notebook at a time per process)
+        start = time.perf_counter()
+        try:
+            papermill.execute_notebook(str(notebook), str(out), cwd=str(notebook.parent), progress_bar=False,
+                                       parameters=parameters)
+        except PapermillExecutionError as e:
+            error = f"cell In [{e.exec_count}]: {e.ename}: {_first_line(e.evalue)}"
+        except Exception as e:  # a notebook that cannot even start (bad JSON, no kernel) fails alone
+            error = f"{type(e).__name__}: {_first_line(str(e))}"
+        finally:
+            del os.environ[WRITTEN_LOG]
+        seconds = time.perf_counter() - start
+        written = sorted({Path(p) for p in log.read_text().splitlines()}) if log.exists() else []
+    return NotebookResult(notebook, out, seconds, written, error)
+
+
+def _first_line(text: str) -> str:
+    return next((line.strip() for line in str(text).splitlines() if line.strip()), "")
+
+
+def print_summary(results: list[NotebookResult], file=None) -> None:
+    """The closing table (notebook, status, minutes, files written), then one line per failed notebook."""
+    root = figures_root().absolute()
+
+    def shown(path: Path) -> str:
+        return str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
+
+    rows = [("notebook", "status", "minutes", f"written under {figures_root()}")]
+    rows += [(str(r.notebook), "FAILED" if r.error else "ok", f"{r.seconds / 60:.1f}",
+              ", ".join(map(shown, r.written)) or "-") for r in results]
+    width = [max(len(row[i]) for row in rows) for i in range(3)]
+    for row in rows:
+        print(f"{row[0]:<{width[0]}}  {row[1]:<{width[1]}}  {row[2]:>{width[2]}}  {row[3]}", file=file)
+    failed = [r for r in results if r.error]
+    for r in failed:
+        print(f"FAILED {r.notebook}: {r.error} (executed copy: {r.executed})", file=file)
+    print(f"{len(results)} notebooks: {len(results) - len(failed)} ok, {len(failed)} failed", file=file)

@@ -1,6 +1,7 @@
 """A run's record: one row per round and one per (round, client), as pandas frames; save and load."""
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -10,6 +11,8 @@ from pathlib import Path
 
 import pandas as pd
 import torch
+
+from .errors import FedkitError
 
 
 @dataclass
@@ -38,26 +41,44 @@ class History:
         return float(self.rounds.loc[self.rounds["round"] <= r, per_round].fillna(0).sum())
 
     def save(self, directory: str | Path, fmt: str = "csv") -> Path:
-        """Write rounds.<fmt>, clients.<fmt> (fmt 'csv' or 'parquet') and meta.json into ``directory``."""
+        """Write rounds.<fmt>, clients.<fmt> (fmt 'csv' or 'parquet') and meta.json (with their sha256) into
+        ``directory``."""
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
+        digests = {}
         for name in ("rounds", "clients"):
             frame = getattr(self, name)
             with replacing(directory / f"{name}.{fmt}") as path:
                 frame.to_parquet(path, index=False) if fmt == "parquet" else frame.to_csv(path, index=False)
+                digests[f"{name}.{fmt}"] = _sha256(path)
         with replacing(directory / "meta.json") as path:  # last: a reader that sees it sees complete files
-            path.write_text(json.dumps({"config": self.config, "diverged": self.diverged,
-                                        "ended_early": self.ended_early, "format": fmt}, indent=1, default=str))
+            path.write_text(json.dumps({"config": self.config, "diverged": self.diverged, "ended_early": self.ended_early,
+                                        "format": fmt, "sha256": digests}, indent=1, default=str))
         return directory
 
     @classmethod
     def load(cls, directory: str | Path) -> History:
+        """Read a saved History; a missing, corrupt or altered file raises FedkitError naming it."""
         directory = Path(directory)
-        meta = json.loads((directory / "meta.json").read_text())
-        fmt = meta["format"]
-        read = pd.read_parquet if fmt == "parquet" else pd.read_csv
-        return cls(meta["config"], read(directory / f"rounds.{fmt}"), read(directory / f"clients.{fmt}"),
-                   meta["diverged"], meta.get("ended_early"))
+        path = directory / "meta.json"
+        try:
+            meta = json.loads(path.read_text())
+            fmt = meta["format"]
+            read = pd.read_parquet if fmt == "parquet" else pd.read_csv
+            frames = []
+            for name in ("rounds", "clients"):
+                path = directory / f"{name}.{fmt}"
+                if meta.get("sha256", {}).get(path.name, _sha256(path)) != _sha256(path):
+                    raise ValueError("its sha256 differs from the one saved in meta.json")
+                frames.append(read(path))
+            return cls(meta["config"], *frames, meta["diverged"], meta.get("ended_early"))
+        except Exception as err:
+            raise FedkitError(f"saved history file {path} is unreadable ({type(err).__name__}: {err}); delete "
+                              f"{directory} to recompute it") from err
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 @contextmanager

@@ -1,30 +1,72 @@
 """Client optimizers as pure functions of flat tensors, so one client or a stack of clients step alike.
 
-A client optimizer turns the step direction d (the stochastic gradient after the algorithm's correction)
-into a parameter update. Its state is re-created at the start of every round (the papers' convention).
+A client optimizer owns the local learning rate η_l and its schedule over rounds (``lr_at(t)``) and turns the
+step direction d (the stochastic gradient after the algorithm's correction) into a parameter update. Its state
+is re-created at the start of every round (the papers' convention) unless an algorithm keeps it.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
+from typing import Annotated, Literal
 
 import torch
 
-from .errors import ConfigError
 from .registry import build
 
 
 @dataclass(frozen=True)
+class Constant:
+    """η_l in every round."""
+
+    rounds: int = 1
+
+    def __call__(self, t: int) -> float:
+        return 1.0
+
+
+@dataclass(frozen=True)
+class Step:
+    """η_l · gamma^⌊(t − 1) / every⌋: multiplied by ``gamma`` every ``every`` rounds."""
+
+    rounds: int = 1
+    every: Annotated[int, "[1, inf)"] = 10
+    gamma: Annotated[float, "(0, 1]"] = 0.1
+
+    def __call__(self, t: int) -> float:
+        return self.gamma ** ((t - 1) // self.every)
+
+
+@dataclass(frozen=True)
+class Cosine:
+    """Cosine decay from η_l in round 1 to ``floor`` · η_l after the last round."""
+
+    rounds: int = 1
+    floor: Annotated[float, "[0, 1]"] = 0.0
+
+    def __call__(self, t: int) -> float:
+        return self.floor + (1 - self.floor) * 0.5 * (1 + math.cos(math.pi * (t - 1) / self.rounds))
+
+
+SCHEDULES = {"constant": Constant, "step": Step, "cosine": Cosine}
+
+
+def make_schedule(name: str, rounds: int, **options):
+    return build("lr_schedule", SCHEDULES, name, fixed={"rounds": rounds}, **options)
+
+
+@dataclass(frozen=True)
 class SGD:
-    """w ← w − lr·(m), m = momentum·m + d + weight_decay·w (plain SGD when momentum = weight_decay = 0)."""
+    """w ← w − η_l·m, m = momentum·m + d + weight_decay·w (plain SGD when momentum = weight_decay = 0)."""
 
-    momentum: float = 0.0
-    weight_decay: float = 0.0
+    lr: Annotated[float, "(0, inf)"] = 0.01
+    momentum: Annotated[float, "[0, 1)"] = 0.0
+    weight_decay: Annotated[float, "[0, inf)"] = 0.0
+    schedule: Constant | Step | Cosine = field(default_factory=Constant)
 
-    def __post_init__(self):
-        if not 0 <= self.momentum < 1:
-            raise ConfigError(f"SGD momentum must be in [0, 1), got {self.momentum}")
-        if self.weight_decay < 0:
-            raise ConfigError(f"SGD weight_decay must be ≥ 0, got {self.weight_decay}")
+    def lr_at(self, t: int) -> float:
+        """The local learning rate of round t (1-based)."""
+        return self.lr * self.schedule(t)
 
     def init(self, w: torch.Tensor) -> dict[str, torch.Tensor]:
         return {"m": torch.zeros_like(w)} if self.momentum else {}
@@ -40,19 +82,16 @@ class SGD:
 
 @dataclass(frozen=True)
 class Adam:
-    """Adam (Kingma & Ba) with optional bias correction; moments reset every round."""
+    """Adam (Kingma & Ba) with optional bias correction; moments reset every round unless an algorithm keeps them."""
 
-    beta1: float = 0.9
-    beta2: float = 0.999
-    eps: float = 1e-8
+    lr: Annotated[float, "(0, inf)"] = 0.001
+    beta1: Annotated[float, "[0, 1)"] = 0.9
+    beta2: Annotated[float, "[0, 1)"] = 0.999
+    eps: Annotated[float, "(0, inf)"] = 1e-8
     bias_correction: bool = True
+    schedule: Constant | Step | Cosine = field(default_factory=Constant)
 
-    def __post_init__(self):
-        for name in ("beta1", "beta2"):
-            if not 0 <= getattr(self, name) < 1:
-                raise ConfigError(f"Adam {name} must be in [0, 1), got {getattr(self, name)}")
-        if self.eps <= 0:
-            raise ConfigError(f"Adam eps must be > 0, got {self.eps}")
+    lr_at = SGD.lr_at
 
     def init(self, w):
         return {"m": torch.zeros_like(w), "v": torch.zeros_like(w), "t": torch.zeros((), device=w.device)}
@@ -69,7 +108,13 @@ class Adam:
 
 
 OPTIMIZERS = {"sgd": SGD, "adam": Adam}
+Optimizer = SGD | Adam
 
 
-def make_optimizer(name: str, **options):
-    return build("optimizer", OPTIMIZERS, name, **options)
+def make_optimizer(name: str, schedule=None, **options) -> Optimizer:
+    """The client optimizer ``name`` with its options (lr, momentum, ...) and an lr schedule (default constant)."""
+    return build("optimizer", OPTIMIZERS, name, fixed={"schedule": schedule or Constant()}, **options)
+
+
+__all__ = ["OPTIMIZERS", "SCHEDULES", "Adam", "Constant", "Cosine", "Optimizer", "SGD", "Step", "make_optimizer",
+           "make_schedule"]

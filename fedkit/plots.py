@@ -1,9 +1,11 @@
-"""Paper-style figures from History frames."""
+"""Paper-style figures from History frames and from the tables of ``report``."""
 from __future__ import annotations
 
 from pathlib import Path
 
 import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
 
 from .history import History
 
@@ -26,4 +28,46 @@ def learning_curves(histories: dict[str, History], title: str = "", path: str | 
     if path is not None:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         fig.savefig(path, dpi=130)
+    return fig
+
+
+def bars(table: pd.DataFrame, column: str, ylabel: str, title: str, labels: str | None = None,
+         line: str | None = None):
+    """One panel per data set of ``table`` (columns 'data used' and 'method', as in ``report.target_table``), one
+    bar per method: ``column`` (NaN drawn as 0), each bar topped by its text in ``labels`` (red where ``column`` is
+    missing), a dotted line at ``line`` (e.g. the target)."""
+    methods = table["method"].unique()
+    colors = plt.cm.tab10(np.arange(len(methods)))
+    panels = table.groupby("data used", sort=False)
+    fig, axes = plt.subplots(1, len(panels), figsize=(3.2 * len(panels) + 1, 3.6), squeeze=False)
+    for ax, (name, part) in zip(axes[0], panels):
+        part = part.set_index("method").loc[methods]
+        x = np.arange(len(methods))
+        heights = part[column].astype(float).fillna(0)
+        ax.bar(x, heights, color=colors)
+        if labels is not None:
+            for i, (height, text) in enumerate(zip(heights, part[labels])):
+                ax.text(i, height, text, ha="center", va="bottom", fontsize=7,
+                        color="r" if pd.isna(part[column].iloc[i]) else "k")
+        if line is not None:
+            ax.axhline(part[line].iloc[0], color="k", lw=0.8, ls=":")
+        ax.set_xticks(x, methods, rotation=60, fontsize=8)
+        ax.set_title(name, fontsize=9)
+    axes[0, 0].set_ylabel(ylabel)
+    fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def grouped_bars(frame: pd.DataFrame, columns: list[str], ticks: list[str], ylabel: str, title: str):
+    """One group of bars per row of ``frame``, one bar per column in ``columns`` (NaN: no bar), named by ``ticks``."""
+    fig, ax = plt.subplots(figsize=(2.2 * len(frame) + 2, 3))
+    x = np.arange(len(frame))
+    width = 0.8 / len(columns)
+    for i, column in enumerate(columns):
+        ax.bar(x + (i - (len(columns) - 1) / 2) * width, frame[column], width, label=column)
+    ax.set_xticks(x, ticks, fontsize=8)
+    ax.set_ylabel(ylabel)
+    ax.legend(fontsize=8)
+    ax.set_title(title, fontsize=9)
     return fig

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from fedkit import Config, run
-from fedkit.run import Federation
+from fedkit.federation import Federation
 
 CENTERS = [[2.0, 0.0], [-1.0, 3.0], [0.5, -2.0], [-3.0, -1.0]]
 CURVATURES = [[[2.0, 0.3], [0.3, 0.5]], [[0.4, 0.0], [0.0, 1.5]], [[1.0, -0.4], [-0.4, 1.2]],
@@ -31,8 +31,7 @@ def client_problem(cfg: Config):
     rows = [x[p[0]] for p in fed.parts]
     b = np.array([r[:2] for r in rows])
     a = np.array([r[2:].reshape(2, 2) for r in rows])
-    state = fed.algorithm.init(fed.fm.flat())  # sampling before any expulsion
-    sampled = [fed.sample(t, state) for t in range(1, cfg.rounds + 1)]
+    sampled = [fed.sample(t, None) for t in range(1, cfg.rounds + 1)]  # sampling before any expulsion
     return b, a, sampled
 
 
@@ -74,9 +73,8 @@ def test_fedavg_partial_participation_three_rounds(engine):
 
 
 def test_data_weighting_is_proportional_to_client_sizes():
-    fed = Federation(toy_config())
-    np.testing.assert_allclose(fed.algorithm.weights(torch.tensor([1, 3])).numpy(), [0.25, 0.75])
-    uniform = Federation(toy_config(algorithm="scaffold")).algorithm.weights(torch.tensor([1, 3]))
+    np.testing.assert_allclose(toy_config().build_algorithm().weights(torch.tensor([1, 3])).numpy(), [0.25, 0.75])
+    uniform = toy_config(algorithm="scaffold").build_algorithm().weights(torch.tensor([1, 3]))
     np.testing.assert_allclose(uniform.numpy(), [0.5, 0.5])
 
 
@@ -127,17 +125,14 @@ def test_scaffold_partial_participation_matches_reference(engine):
 
 
 def test_scaffold_state_keeps_invariant_c_equals_mean_ci():
+    # c is the server's; every c_i is held by its client (kept between its rounds, stale when not sampled)
     cfg = toy_config(algorithm="scaffold", clients_per_round=2, rounds=3)
-    fed = Federation(cfg)
-    w = fed.fm.flat()
-    state = fed.algorithm.init(w)
-    for t in range(1, 4):
-        outcome = fed.train_round(t, w, state, w)
-        w, state = outcome.w, outcome.state
-        torch.testing.assert_close(state["c"], state["c_i"].mean(0))
+    for rnd in Federation(cfg).rounds():
+        s = rnd.after
+        torch.testing.assert_close(s.server["c"], s.kept["c_i"].mean(0))
     b, a, sampled = client_problem(cfg)
     _, c, c_i = scaffold_reference(b, a, sampled, 4, 3, 0.15, 1.0)
-    np.testing.assert_allclose(state["c_i"].double().numpy(), c_i, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(s.kept["c_i"].double().numpy(), c_i, rtol=1e-4, atol=1e-5)
 
 
 def test_scaffold_first_round_equals_fedavg():

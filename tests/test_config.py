@@ -25,11 +25,20 @@ BAD = [
     ({"seed": -1}, "seed must be an integer ≥ 0, got -1"),
     ({"engine": "turbo"}, "engine must be one of"),
     ({"device": "tpu"}, "device must be 'cpu', 'cuda', 'cuda:N' or 'mps', got 'tpu'"),
-    ({"algorithm": "fedprox", "algorithm_args": {"mu": -1}}, "fedprox: mu must be ≥ 0, got -1"),
+    ({"algorithm": "fedprox", "algorithm_args": {"mu": -1}}, "algorithm 'fedprox': mu must lie in [0, inf), got -1"),
     ({"algorithm": "fedprox", "algorithm_args": {"zeta": 1}}, "unknown option(s) ['zeta'] for algorithm 'fedprox'"),
-    ({"algorithm_args": {"weighting": "votes"}}, "weighting must be 'data' or 'uniform', got 'votes'"),
-    ({"optimizer": "sgd", "optimizer_args": {"momentum": 1.5}}, "momentum must be in [0, 1), got 1.5"),
+    ({"algorithm_args": {"weighting": "votes"}}, "weighting must be one of 'data', 'uniform', got 'votes'"),
+    ({"optimizer": "sgd", "optimizer_args": {"momentum": 1.5}}, "optimizer 'sgd': momentum must lie in [0, 1), got 1.5"),
     ({"stop_accuracy": 2}, "stop_accuracy must lie in (0, 1], got 2"),
+    ({"learning_rate": 0.05}, "unknown config field(s) ['learning_rate'] (did you mean 'lr'?)"),
+    ({"lr_schedule": "warmup"}, "unknown lr_schedule 'warmup'"),
+    ({"lr_schedule": "step", "lr_schedule_args": {"gamma": 2}}, "lr_schedule 'step': gamma must lie in (0, 1], got 2"),
+    ({"link_mbps": 0}, "link_mbps must be a finite number > 0, got 0"),
+    ({"algorithm": "taco", "local_steps": None, "local_epochs": 1}, "taco needs a fixed number of local steps"),
+    ({"algorithm": "stem", "optimizer": "adam"}, "stem takes its own local step"),
+    ({"algorithm": "tailored", "algorithm_args": {"base": "stem"}}, "tailored: base 'stem' takes its own local step"),
+    ({"algorithm": "tailored", "algorithm_args": {"base": "fedprox", "zeta": 1}},
+     "unknown option(s) ['zeta'] for algorithm 'fedprox'"),
 ]
 
 

@@ -7,8 +7,8 @@ import torch
 from torch import nn
 
 from fedkit import ConfigError
-from fedkit.algorithms import make_algorithm
-from fedkit.engine import FlatModel, SequentialEngine, VectorizedEngine, local_steps, make_plan
+from fedkit.algorithms import Settings, make_algorithm
+from fedkit.engine import ClientInput, FlatModel, SequentialEngine, VectorizedEngine, local_steps, make_plan
 from fedkit.optim import SGD
 
 
@@ -27,13 +27,13 @@ def test_sequential_engine_equals_a_plain_pytorch_loop_including_batchnorm_stati
     module = bn_module()
     reference = copy.deepcopy(module)
     fm = FlatModel(module)
-    algorithm = make_algorithm("fedavg")
-    algorithm.configure(num_clients=2, lr=0.1, server_lr=1.0)
+    algorithm = make_algorithm("fedavg", Settings(num_clients=2, optimizer=SGD(lr=0.1, momentum=0.5)))
     parts = [np.arange(0, 26), np.arange(26, 60)]  # last batches of 2 real samples
     rng = np.random.default_rng(0)
     plans = [make_plan(i, parts[i], 8, 4, rng) for i in range(2)]
-    result = SequentialEngine(fm, algorithm, SGD(momentum=0.5), "classification", x, y).train(
-        fm.flat(), {}, plans, 0.1)
+    clients = ClientInput(fm.flat().expand(2, -1), {}, {}, torch.tensor([4.0, 4.0]), 0.1, 1)
+    start = {k: v.expand(2, *v.shape) for k, v in fm.buffers.items()}
+    result = SequentialEngine(fm, algorithm, "classification", x, y).train(clients, plans, start)
 
     for j, plan in enumerate(plans):
         net = copy.deepcopy(reference).train()
@@ -53,9 +53,8 @@ def test_sequential_engine_equals_a_plain_pytorch_loop_including_batchnorm_stati
 
 def test_vectorized_engine_refuses_models_with_buffers():
     x, y = toy_data()
-    algorithm = make_algorithm("fedavg")
     with pytest.raises(ConfigError, match="sequential"):
-        VectorizedEngine(FlatModel(bn_module()), algorithm, SGD(), "classification", x, y)
+        VectorizedEngine(FlatModel(bn_module()), make_algorithm("fedavg"), "classification", x, y)
 
 
 def test_plan_visits_each_sample_once_per_epoch_and_pads_the_last_batch():
@@ -85,10 +84,11 @@ def test_autograd_and_func_grad_client_steps_agree(name, args):
     algorithm = make_algorithm(name, **args)
     w0 = fm.flat()
     w = w0 + 0.1 * torch.randn_like(w0)  # away from w0, so that FedProx's proximal gradient μ(w − w0) is not 0
+    c = ClientInput(w0, {}, {}, torch.tensor(1.0), 0.1, 1)
     out = {}
     for vectorized in (True, False):
-        step = make_client_step(fm, algorithm, SGD(), "classification", vectorized)
-        out[vectorized] = step(w, {}, w0, {}, x, y, torch.ones(16), 0.1, {})
+        step = make_client_step(fm, algorithm, "classification", vectorized)
+        out[vectorized] = step(w, {}, c, x, y, torch.ones(16), {})
     torch.testing.assert_close(out[True][0], out[False][0], rtol=0, atol=1e-7)
     torch.testing.assert_close(out[True][2], out[False][2])
     assert not out[False][0].requires_grad

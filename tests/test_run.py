@@ -6,9 +6,9 @@ import pandas as pd
 import pytest
 
 from fedkit import Config, run
-from fedkit.run import Federation
+from fedkit.federation import Federation
 
-TIMING = ["seconds", "client_seconds_max", "client_seconds_sum"]
+TIMING = ["seconds", "client_seconds_max", "client_seconds_sum", "sim_seconds"]
 
 
 def digits_config(**changes) -> Config:
@@ -93,7 +93,7 @@ def test_killed_run_resumes_to_the_same_history(tmp_path):
 def test_finished_run_is_loaded_from_the_cache(tmp_path, monkeypatch):
     cfg = digits_config(rounds=2)
     first = run(cfg, cache=tmp_path, progress=False)
-    monkeypatch.setattr(sys.modules["fedkit.run"], "Federation", lambda cfg: pytest.fail("retrained"))
+    monkeypatch.setattr(sys.modules["fedkit.runner"], "Federation", lambda cfg: pytest.fail("retrained"))
     again = run(cfg, cache=tmp_path, progress=False)
     pd.testing.assert_frame_equal(results(first), results(again), check_dtype=False)
 

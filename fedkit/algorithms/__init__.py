@@ -1,6 +1,6 @@
 """Federated algorithms by name. Each module implements one method against ``Algorithm``'s hooks."""
 from ..registry import build
-from .base import Algorithm
+from .base import Algorithm, RoundInfo, Settings
 from .fedacg import FedACG
 from .fedavg import FedAvg
 from .fedprox import FedProx
@@ -8,13 +8,15 @@ from .foolsgold import FoolsGold
 from .scaffold import Scaffold
 from .stem import Stem
 from .taco import Taco
+from .tailored import Tailored
 
 ALGORITHMS: dict[str, type[Algorithm]] = {cls.name: cls for cls in (FedAvg, FedProx, Scaffold, Taco, FoolsGold,
-                                                                    FedACG, Stem)}
+                                                                    FedACG, Stem, Tailored)}
 
 
-def make_algorithm(name: str, **hyper) -> Algorithm:
-    return build("algorithm", ALGORITHMS, name, **hyper)
+def make_algorithm(name: str, run: Settings | None = None, **hyper) -> Algorithm:
+    """Algorithm ``name`` built with the run's settings (default: ``Settings()``) and its hyper-parameters."""
+    return build("algorithm", ALGORITHMS, name, fixed={"run": run or Settings()}, **hyper)
 
 
-__all__ = ["ALGORITHMS", "Algorithm", "make_algorithm"]
+__all__ = ["ALGORITHMS", "Algorithm", "RoundInfo", "Settings", "make_algorithm"]

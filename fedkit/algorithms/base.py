@@ -1,84 +1,117 @@
 """The algorithm interface: an FL method is a handful of hooks over flat parameter tensors.
 
-Server-side hooks see stacks of the sampled clients' tensors ([n, ...]); client-side hooks (``objective``,
-``direction``, ``upload``) are written for ONE client, and the vectorized engine ``vmap``s them over the
-stack, so they must be pure tensor code without data-dependent Python branching.
+An algorithm is built once per run with the run's ``Settings`` (clients, K or epochs, T, the client optimizer
+that owns η_l and its schedule) and its own hyper-parameters, whose annotations the registry checks.
+Server hooks see stacks of the sampled clients' tensors ([n, ...]) and a ``RoundInfo``; client hooks are written
+for ONE client (``ClientInput`` c: the model received, the message, what the client kept, K_i, η_l, t) and are
+``vmap``ped by the vectorized engine, so they must be pure tensor code without data-dependent Python branching.
 The base class is FedAvg (McMahan et al. 2017).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from typing import Literal
+
 import torch
 
-from ..errors import ConfigError
+from ..engine.program import Batch, ClientInput, GradAt
+from ..layout import Layout
+from ..optim import SGD, Optimizer
 
 Tensors = dict[str, torch.Tensor]
 
 
+@dataclass(frozen=True)
+class Settings:
+    """The run's settings an algorithm is built with (``Config.settings()``)."""
+
+    num_clients: int = 1
+    clients_per_round: int = 1
+    rounds: int = 1
+    local_steps: int | None = 1  # K; None for an epoch budget
+    local_epochs: int | None = None
+    batch_size: int = 1
+    server_lr: float = 1.0  # η_g in delta units
+    optimizer: Optimizer = field(default_factory=SGD)  # the client optimizer: η_l, its schedule, its rule
+
+
+@dataclass
+class RoundInfo:
+    """What the server knows of round t when it sends, and when it aggregates."""
+
+    t: int
+    clients: torch.Tensor  # ids [n] of the sampled clients
+    sizes: torch.Tensor  # their data sizes n_i [n]
+    steps: torch.Tensor  # their local steps K_i [n] (0 for a client that does not train)
+    lr: float  # the round's local learning rate η_l
+    root_delta: torch.Tensor | None = None  # the server's own update on its root data (``root_samples`` > 0)
+
+
 class Algorithm:
     name = "fedavg"
-    optimizer = "sgd"  # the client optimizer a config gets when it names none
+    default_optimizer = "sgd"  # the client optimizer a config gets when it names none
+    buffers: Literal["average", "local"] = "average"  # BatchNorm statistics: averaged like Δ_i, or kept per client
+    needs_features = False  # whether ``objective`` reads ``batch.features``
+    root_samples = 0  # > 0: the server trains on this many root samples each round (``RoundInfo.root_delta``)
 
-    def __init__(self, weighting: str = "data"):
-        if weighting not in ("data", "uniform"):
-            raise ConfigError(f"{self.name}: weighting must be 'data' or 'uniform', got {weighting!r}")
-        self.weighting = weighting
-
-    def configure(self, *, num_clients: int, lr: float, server_lr: float, local_steps: int | None = None,
-                  rounds: int | None = None, layout: list[tuple[str, torch.Size]] | None = None) -> None:
-        """Called once by ``run`` with the experiment settings the hooks need: local_steps is None for an
-        epoch budget; ``layout`` lists the (name, shape) of the parameter tensors in flat-vector order."""
-        self.num_clients, self.lr, self.server_lr = num_clients, lr, server_lr
-        self.local_steps, self.rounds, self.layout = local_steps, rounds, layout
+    def __init__(self, run: Settings, weighting: Literal["data", "uniform"] = "data"):
+        self.run, self.weighting = run, weighting
+        self.optimizer = run.optimizer
 
     # ---- server: state, and what each sampled client receives
-    def init(self, w0: torch.Tensor) -> Tensors:
-        """Server state (may hold per-client tables of shape [num_clients, ...])."""
+    def init(self, w0: torch.Tensor, layout: Layout) -> Tensors:
+        """Server state; ``layout`` names the tensors of the flat vector (for selections, ``Layout.mask``)."""
         return {}
 
-    def start(self, w: torch.Tensor, state: Tensors) -> torch.Tensor:
-        """The model the sampled clients receive and start from (the ``w0`` of the client hooks); default w,
-        FedACG: the look-ahead x_t + λ m_t. ``aggregate`` still gets w."""
+    def client_init(self, w0: torch.Tensor) -> Tensors:
+        """What one client holds before its first round (its kept state: control variates, moments, ...)."""
+        return {}
+
+    def broadcast(self, w: torch.Tensor, state: Tensors) -> torch.Tensor:
+        """The model the sampled clients receive (c.w0); default w, FedACG: the look-ahead x_t + λ m_t."""
         return w
 
-    def message(self, w: torch.Tensor, state: Tensors, clients: torch.Tensor) -> Tensors:
-        """Tensors sent to the sampled clients besides w, stacked [n, ...]; counted as bytes down."""
-        return {}
-
-    def client_state(self, state: Tensors, clients: torch.Tensor) -> Tensors:
-        """State the sampled clients hold themselves (not sent), stacked [n, ...]."""
-        return {}
-
-    def outputs(self, w: torch.Tensor, state: Tensors) -> Tensors:
-        """Models besides w that the method reports (evaluated and logged as test_accuracy_<name>)."""
+    def message(self, w: torch.Tensor, state: Tensors, rnd: RoundInfo) -> Tensors:
+        """Tensors sent to the sampled clients besides the model, stacked [n, ...]; counted as bytes down."""
         return {}
 
     def eligible(self, state: Tensors) -> torch.Tensor | None:
         """Boolean mask [num_clients] of clients that may be sampled (None = all)."""
         return None
 
-    # ---- one client (vmapped by the vectorized engine)
-    def objective(self, w, w0, recv: Tensors) -> torch.Tensor | None:
-        """Extra term added to the local loss (None = plain empirical risk)."""
-        return None
+    def outputs(self, w: torch.Tensor, state: Tensors) -> Tensors:
+        """Models besides w that the method reports (evaluated and logged as test_accuracy_<name>)."""
+        return {}
 
-    def direction(self, g, w, w0, recv: Tensors) -> torch.Tensor:
+    # ---- one client (vmapped by the vectorized engine)
+    def objective(self, data: torch.Tensor, w: torch.Tensor, c: ClientInput, batch: Batch) -> torch.Tensor:
+        """The local loss at w from the minibatch's data loss (FedProx adds (μ/2)‖w − x_t‖²)."""
+        return data
+
+    def direction(self, g: torch.Tensor, w: torch.Tensor, c: ClientInput) -> torch.Tensor:
         """The step direction handed to the client optimizer, from the stochastic gradient g."""
         return g
 
-    def local_init(self, w0, recv: Tensors, optimizer) -> Tensors:
-        """The client's within-round state at the start of a round (default: fresh optimizer state)."""
-        return optimizer.init(w0)
+    def local_init(self, c: ClientInput) -> tuple[torch.Tensor, Tensors]:
+        """The first local iterate (default: the model received) and the within-round state."""
+        return c.w0, self.optimizer.init(c.w0)
 
-    def local_step(self, w, local: Tensors, w0, recv: Tensors, grad_at, optimizer, lr):
-        """One local step; ``grad_at(v)`` gives (∇ of the local objective at v on this step's minibatch,
-        data loss at v). Returns (new w, new local state, data loss)."""
+    def local_step(self, w, local: Tensors, c: ClientInput, grad_at: GradAt):
+        """One optimizer step along ``direction``. Returns (new w, new local state, data loss)."""
         g, loss = grad_at(w)
-        w, local = optimizer.step(w, self.direction(g, w, w0, recv), local, lr)
+        w, local = self.optimizer.step(w, self.direction(g, w, c), local, c.lr)
         return w, local, loss
 
-    def upload(self, w0, w, recv: Tensors, steps, local: Tensors) -> Tensors:
-        """What the client sends back after ``steps`` local steps; 'delta' = y_i − x_t is the model update."""
-        return {"delta": w - w0}
+    def upload(self, w, local: Tensors, c: ClientInput) -> Tensors:
+        """What the client sends back; 'delta' = y_i − x_t is the model update."""
+        return {"delta": w - c.w0}
+
+    def keep(self, w, local: Tensors, c: ClientInput) -> Tensors:
+        """What the client keeps for its next round (default: what it had)."""
+        return c.kept
+
+    def local_final(self, w, local: Tensors, c: ClientInput) -> tuple[Tensors, Tensors]:
+        return self.upload(w, local, c), self.keep(w, local, c)
 
     # ---- server: aggregation and global step
     def weights(self, sizes: torch.Tensor) -> torch.Tensor:
@@ -88,6 +121,10 @@ class Algorithm:
         sizes = sizes.float()
         return sizes / sizes.sum()
 
-    def aggregate(self, w, state: Tensors, ups: Tensors, clients, sizes) -> tuple[torch.Tensor, Tensors, Tensors]:
+    def aggregate(self, w, state: Tensors, ups: Tensors, rnd: RoundInfo) -> tuple[torch.Tensor, Tensors, Tensors]:
         """New global model, new state, and per-client metrics ([n] tensors) to log."""
-        return w + self.server_lr * (self.weights(sizes) @ ups["delta"]), state, {}
+        return w + self.run.server_lr * (self.weights(rnd.sizes) @ ups["delta"]), state, {}
+
+    def bytes_up(self, ups: Tensors) -> torch.Tensor:
+        """Bytes each client uploads [n] (default: every entry of its upload)."""
+        return sum(v.flatten(1).shape[1] * v.element_size() * torch.ones(len(v)) for v in ups.values())

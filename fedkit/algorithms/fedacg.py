@@ -2,7 +2,7 @@
 
 As in the paper's Algorithm 1 and the authors' code (research/algorithms-baselines.md §6):
 
-  broadcast:  x̃_t = x_t + λ m_t                                  (``start``: clients receive and start from x̃_t)
+  broadcast:  x̃_t = x_t + λ m_t                                  (``broadcast``: clients receive and start from x̃_t)
   client:     min_y f_i(y) + (β/2)‖y − x̃_t‖²  by local SGD from y = x̃_t, upload Δ_i = y_i − x̃_t
   server:     m_{t+1} = λ m_t + η_g Σ_{i∈S_t} p_i Δ_i,   x_{t+1} = x_t + m_{t+1}  (= x̃_t + η_g Σ p_i Δ_i)
 
@@ -13,42 +13,32 @@ update before it enters the momentum, so x_{t+1} − x_t = m_{t+1} always holds 
 extrapolates the step actually taken. Momentum covers trainable parameters only (BatchNorm statistics are
 averaged by ``run`` as for every algorithm). λ = 0 and β = 0 give FedAvg.
 """
-import math
+from typing import Annotated, Literal
 
-from ..errors import ConfigError
 from .base import Algorithm
-
-
-def _number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 class FedACG(Algorithm):
     name = "fedacg"
 
-    def __init__(self, lam: float = 0.85, beta: float = 0.001, prox: str = "paper", weighting: str = "uniform"):
-        super().__init__(weighting)  # the authors' code averages uniformly over the sampled clients
-        if not (_number(lam) and 0 <= lam < 1):
-            raise ConfigError(f"fedacg: lam must be in [0, 1), got {lam!r}")
-        if not (_number(beta) and beta >= 0):
-            raise ConfigError(f"fedacg: beta must be ≥ 0, got {beta!r}")
-        if prox not in ("paper", "code"):
-            raise ConfigError(f"fedacg: prox must be 'paper' or 'code', got {prox!r}")
-        self.lam, self.beta, self.prox = float(lam), float(beta), prox
+    def __init__(self, run, lam: Annotated[float, "[0, 1)"] = 0.85, beta: Annotated[float, "[0, inf)"] = 0.001,
+                 prox: Literal["paper", "code"] = "paper", weighting: Literal["data", "uniform"] = "uniform"):
+        super().__init__(run, weighting)  # the authors' code averages uniformly over the sampled clients
+        self.lam, self.beta, self.prox = lam, beta, prox
 
-    def init(self, w0):
+    def init(self, w0, layout):
         return {"m": w0.new_zeros(w0.shape)}  # m_0 = 0
 
-    def start(self, w, state):
+    def broadcast(self, w, state):
         return w + self.lam * state["m"]  # x̃_t = x_t + λ m_t
 
-    def objective(self, w, w0, recv):
-        # w0 = x̃_t: (β/2)‖y − x̃_t‖² (paper) or β‖y − x̃_t‖² (code)
+    def objective(self, data, w, c, batch):
+        # c.w0 = x̃_t: (β/2)‖y − x̃_t‖² (paper) or β‖y − x̃_t‖² (code)
         scale = 0.5 * self.beta if self.prox == "paper" else self.beta
-        return scale * ((w - w0) ** 2).sum()
+        return data + scale * ((w - c.w0) ** 2).sum()
 
-    # upload: the default Δ_i = y_i − w0 = y_i − x̃_t
+    # upload: the default Δ_i = y_i − c.w0 = y_i − x̃_t
 
-    def aggregate(self, w, state, ups, clients, sizes):
-        m = self.lam * state["m"] + self.server_lr * (self.weights(sizes) @ ups["delta"])  # m_{t+1}
+    def aggregate(self, w, state, ups, rnd):
+        m = self.lam * state["m"] + self.run.server_lr * (self.weights(rnd.sizes) @ ups["delta"])  # m_{t+1}
         return w + m, {"m": m}, {}  # x_{t+1} = x_t + m_{t+1}

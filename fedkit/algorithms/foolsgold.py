@@ -21,7 +21,7 @@ update, x_{t+1} = x_t + η_g Σ ρ_i Δ_i / Σ ρ_i (Σ ρ_i = 0 → uniform); n
 
 Logged per client: ``fg_weight``, the normalised weight its Δ_i got (the weights of a round sum to 1).
 """
-import math
+from typing import Annotated, Literal
 
 import torch
 
@@ -62,52 +62,32 @@ def foolsgold_weights(histories: torch.Tensor, confidence: float = 1.0) -> torch
 class FoolsGold(Algorithm):
     name = "foolsgold"
 
-    def __init__(self, variant: str = "original", features: str = "output", confidence: float = 1.0):
-        super().__init__("uniform")  # no p_i: the FoolsGold weights replace them (BatchNorm statistics: uniform)
-        if variant not in ("original", "taco"):
-            raise ConfigError(f"foolsgold: variant must be 'original' or 'taco', got {variant!r}")
-        if features not in ("output", "all"):
-            raise ConfigError(f"foolsgold: features must be 'output' or 'all', got {features!r}")
-        if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not (
-                confidence > 0 and math.isfinite(confidence)):
-            raise ConfigError(f"foolsgold: confidence must be a finite number > 0, got {confidence!r}")
-        self.variant, self.features, self.confidence = variant, features, float(confidence)
+    def __init__(self, run, variant: Literal["original", "taco"] = "original",
+                 features: Literal["output", "all"] = "output", confidence: Annotated[float, "(0, inf)"] = 1.0):
+        super().__init__(run, "uniform")  # no p_i: the FoolsGold weights replace them (BatchNorm statistics: uniform)
+        self.variant, self.features, self.confidence = variant, features, confidence
 
-    def configure(self, **settings) -> None:
-        super().configure(**settings)
-        self.feature_slice = None
-        if self.variant == "original" and self.features == "output":
-            self.feature_slice = self._output_layer()
-
-    def _output_layer(self) -> slice:
-        """Flat positions of the last 2-D parameter tensor (the output layer's weight)."""
-        found, offset = None, 0
-        for _, shape in self.layout or []:
-            size = math.prod(shape)
-            if len(shape) == 2:
-                found = slice(offset, offset + size)
-            offset += size
-        if found is None:
-            raise ConfigError("foolsgold: features='output' needs a 2-D (output-layer weight) parameter tensor, "
-                              "but the model has none; use features='all'")
-        return found
-
-    def init(self, w0):
+    def init(self, w0, layout):
         if self.variant == "taco":
             return {}
-        width = w0.numel() if self.feature_slice is None else self.feature_slice.stop - self.feature_slice.start
-        return {"history": w0.new_zeros(self.num_clients, width)}
+        self.feature_slice = slice(None)
+        if self.features == "output":  # the last 2-D parameter tensor: the output layer's weight
+            weights = [t for t in layout.tensors if len(t.shape) == 2]
+            if not weights:
+                raise ConfigError("foolsgold: features='output' needs a 2-D (output-layer weight) parameter "
+                                  "tensor, but the model has none; use features='all'")
+            self.feature_slice = weights[-1].slice
+        return {"history": w0[self.feature_slice].new_zeros(self.run.num_clients, w0[self.feature_slice].numel())}
 
-    def aggregate(self, w, state, ups, clients, sizes):
+    def aggregate(self, w, state, ups, rnd):
         delta = ups["delta"]
         if self.variant == "taco":
             # ρ_i = max(0, cos(mean_j Δ_j, Δ_i))  (§4.2; TACO Alg. 1 line 10 with the plain mean as reference)
             reference = _unit_rows(delta.mean(0, keepdim=True))[0]
             p = _normalise_or_uniform((_unit_rows(delta) @ reference).clamp_min(0.0))
         else:
-            features = delta if self.feature_slice is None else delta[:, self.feature_slice]
-            history = state["history"].index_add(0, clients, features)  # step 1
+            history = state["history"].index_add(0, rnd.clients, delta[:, self.feature_slice])  # step 1
             state = {"history": history}
-            p = _normalise_or_uniform(foolsgold_weights(history[clients], self.confidence))
+            p = _normalise_or_uniform(foolsgold_weights(history[rnd.clients], self.confidence))
         # step 7 / TACO: x_{t+1} = x_t + η_g Σ a_i Δ_i / Σ a_i
-        return w + self.server_lr * (p @ delta), state, {"fg_weight": p}
+        return w + self.run.server_lr * (p @ delta), state, {"fg_weight": p}

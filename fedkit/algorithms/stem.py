@@ -21,13 +21,13 @@ algorithms-baselines §5 (marked "as remembered"). It agrees with TACO's transcr
 §1.9), which writes the same recursion as "momentum first, then step".
 
 Starting momentum d̄_0. The paper starts from a minibatch gradient at x_0, averaged over the workers. No hook
-can compute that before round 1, so the server state starts at d̄_0 = 0 with a marker ``first``, and
+can compute that before round 1, so the server state starts at d̄_0 = 0, and
 the FIRST local call of round 1 becomes the initialisation. Its step y_1 = y_0 − η·0 does not move, and it
 drops the correction, so d_1 = ∇f_i(x_0; ξ_1): each client's own minibatch gradient at x_0 (not the average
 over clients, which would need one more exchange before round 1). Round 1 therefore moves the model K − 1
 times. Without the marker (plain d̄_0 = 0) that same call would still not move, but it would set
-d_1 = a·∇f_i(x_0; ξ_1), a momentum shrunk by a at the start. The marker is the round index, which every
-client knows anyway, so it is client-held state (``client_state``), not payload, and is not counted in bytes.
+d_1 = a·∇f_i(x_0; ξ_1), a momentum shrunk by a at the start. The marker is the round index c.t, which every
+client knows anyway: it is not payload and is not counted in bytes.
 
 a = 1 makes the momentum memoryless, d_{k+1} = ∇f_i(y_{k+1}; ξ_{k+1}), so steps 2…K of a round are local
 SGD. The first step of every round, though, follows d̄_t: the average of the clients' LAST gradients, taken at
@@ -36,8 +36,7 @@ client's y_1 equals x_{t+1}, and a = 1 is exactly FedAvg (minibatch SGD) one rou
 the initialisation. The tests check both statements.
 
 The local step is STEM's own: plain SGD along d. A client optimizer with momentum, or Adam, has no meaning
-here and raises ConfigError. The algorithm never sees the optimizer at construction (config validation
-builds the two apart), so this check runs in ``local_init`` at the start of the first round. SGD
+here and raises ConfigError when the algorithm is built (the run's settings carry the client optimizer). SGD
 weight_decay λ is accepted and read as the L2 term (λ/2)‖w‖² of the local objective: λ·v is added to the
 gradient at both points, so the recursion stays exact.
 
@@ -51,7 +50,7 @@ ResNet-18 could be affected, and only if it is run with BN.
 """
 from __future__ import annotations
 
-import math
+from typing import Annotated, Literal
 
 import torch
 
@@ -63,48 +62,43 @@ from .base import Algorithm
 class Stem(Algorithm):
     name = "stem"
 
-    def __init__(self, a: float = 0.2, weighting: str = "uniform"):
-        super().__init__(weighting)
-        real = isinstance(a, (int, float)) and not isinstance(a, bool) and math.isfinite(a)
-        if not (real and 0 < a <= 1):
-            raise ConfigError(f"stem: a must be a number in (0, 1] (1 − a weighs the old momentum), got {a!r}")
-        self.a = float(a)
+    def __init__(self, run, a: Annotated[float, "(0, 1]"] = 0.2, weighting: Literal["data", "uniform"] = "uniform"):
+        super().__init__(run, weighting)
+        if not isinstance(self.optimizer, SGD) or self.optimizer.momentum:
+            raise ConfigError("stem takes its own local step (plain SGD along its momentum d); the client "
+                              f"optimizer must be 'sgd' with momentum 0, got {self.optimizer!r}")
+        self.a = a  # 1 − a weighs the old momentum
 
     # ---- server
-    def init(self, w0):
-        return {"d_bar": torch.zeros_like(w0), "first": w0.new_ones(())}
+    def init(self, w0, layout):
+        return {"d_bar": torch.zeros_like(w0)}
 
-    def message(self, w, state, clients):
-        return {"d_bar": state["d_bar"].expand(len(clients), -1)}  # d_0 = d̄_t, counted as bytes down
-
-    def client_state(self, state, clients):
-        return {"first_round": state["first"].expand(len(clients))}  # the round index, not payload
+    def message(self, w, state, rnd):
+        return {"d_bar": state["d_bar"].expand(len(rnd.clients), -1)}  # d_0 = d̄_t, counted as bytes down
 
     # ---- one client
-    def local_init(self, w0, recv, optimizer):
-        if not isinstance(optimizer, SGD) or optimizer.momentum:
-            raise ConfigError("stem takes its own local step (plain SGD along its momentum d); the client "
-                              f"optimizer must be 'sgd' with momentum 0, got {optimizer!r}")
-        return {"d": recv["d_bar"], "init": recv["first_round"]}
+    def local_init(self, c):
+        return c.w0, {"d": c.recv["d_bar"], "init": c.w0.new_tensor(float(c.t == 1))}  # round 1 initialises d
 
-    def local_step(self, w, local, w0, recv, grad_at, optimizer, lr):
+    def local_step(self, w, local, c, grad_at):
         d, init = local["d"], local["init"]
-        w_new = w - lr * d  # y_{k+1} = y_k − η_l d_k
+        w_new = w - c.lr * d  # y_{k+1} = y_k − η_l d_k
         # this call's minibatch ξ_{k+1} at both points; the old point first, so that BN statistics (sequential
         # engine) get their last update from the new iterate y_{k+1}
         g_old, loss = grad_at(w)  # ∇f_i(y_k; ξ_{k+1}); its data loss is the step's logged loss (at the input w)
         g_new, _ = grad_at(w_new)  # ∇f_i(y_{k+1}; ξ_{k+1})
-        if optimizer.weight_decay:
-            g_old, g_new = g_old + optimizer.weight_decay * w, g_new + optimizer.weight_decay * w_new
+        decay = self.optimizer.weight_decay
+        if decay:
+            g_old, g_new = g_old + decay * w, g_new + decay * w_new
         # d_{k+1} = ∇f_i(y_{k+1}; ξ) + (1 − a)(d_k − ∇f_i(y_k; ξ)); the initialisation call drops the correction
         d_new = g_new + (1 - self.a) * (1 - init) * (d - g_old)
         return w_new, {"d": d_new, "init": torch.zeros_like(init)}, loss
 
-    def upload(self, w0, w, recv, steps, local):
-        return {"delta": w - w0, "d": local["d"]}  # Δ_i = y_K − x_t and d_K
+    def upload(self, w, local, c):
+        return {"delta": w - c.w0, "d": local["d"]}  # Δ_i = y_K − x_t and d_K
 
     # ---- server
-    def aggregate(self, w, state, ups, clients, sizes):
-        p = self.weights(sizes)
-        w_new = w + self.server_lr * (p @ ups["delta"])
-        return w_new, {"d_bar": p @ ups["d"], "first": torch.zeros_like(state["first"])}, {}
+    def aggregate(self, w, state, ups, rnd):
+        p = self.weights(rnd.sizes)
+        w_new = w + self.run.server_lr * (p @ ups["delta"])
+        return w_new, {"d_bar": p @ ups["d"]}, {}

@@ -12,23 +12,13 @@ fedkit's server_lr is η_g / (K η_l), so the paper's η_g = K η_l is server_lr
 """
 from __future__ import annotations
 
+from typing import Annotated, Literal
+
 import torch
-import torch.nn.functional as F
 
 from ..errors import ConfigError
 from .base import Algorithm
-
-
-def tailored_coefficients(d: torch.Tensor) -> torch.Tensor:
-    """Eq. 7 for stacked uploads d [n, dim]: magnitude share × clipped cosine to the plain mean upload.
-
-    A zero upload (or a zero mean) has cosine 0; if every upload is zero the magnitude factor is 1.
-    """
-    norms = d.norm(dim=1)
-    total = norms.sum()
-    share = 1 - norms / total if total > 0 else torch.ones_like(norms)
-    cosine = F.cosine_similarity(d, d.mean(0, keepdim=True), dim=1, eps=1e-12)
-    return share * cosine.clamp_min(0)
+from .tailored import tailored_coefficients
 
 
 def tailored_mean(d: torch.Tensor, alpha: torch.Tensor) -> torch.Tensor:
@@ -40,40 +30,27 @@ def tailored_mean(d: torch.Tensor, alpha: torch.Tensor) -> torch.Tensor:
 class Taco(Algorithm):
     name = "taco"
 
-    def __init__(self, gamma: float | None = None, kappa: float = 0.6, lam: float | None = None,
-                 alpha0: float = 0.1, correction: str = "tailored", tailored_aggregation: bool = True,
-                 detect: bool = True, expel_rule: str = ">="):
-        """gamma None = 1/K and lam None = T/5 (the paper's defaults, resolved when the run is known).
+    def __init__(self, run, gamma: Annotated[float, "[0, inf)"] | None = None,
+                 kappa: Annotated[float, "[0, 1]"] = 0.6, lam: Annotated[float, "(0, inf)"] | None = None,
+                 alpha0: Annotated[float, "[0, 1]"] = 0.1,
+                 correction: Literal["tailored", "uniform", "none"] = "tailored", tailored_aggregation: bool = True,
+                 detect: bool = True, expel_rule: Literal[">=", ">"] = ">="):
+        """gamma None = 1/K and lam None = T/5 (the paper's defaults). ``kappa`` lies in [0, 1] like every α_i.
 
         ``correction``: "tailored" (eq. 8), "uniform" (every client γΔ_t, the over-correcting scheme of Fig. 1)
         or "none" (the ablation's ✗); ``tailored_aggregation`` False aggregates uniformly (Table VI).
         """
-        super().__init__("uniform")
-        if gamma is not None and not gamma >= 0:
-            raise ConfigError(f"taco: gamma must be ≥ 0, got {gamma}")
-        if not 0 <= kappa:
-            raise ConfigError(f"taco: kappa must be ≥ 0, got {kappa}")
-        if lam is not None and not lam > 0:
-            raise ConfigError(f"taco: lam must be > 0, got {lam}")
-        if not 0 <= alpha0 <= 1:
-            raise ConfigError(f"taco: alpha0 must lie in [0, 1], got {alpha0}")
-        if correction not in ("tailored", "uniform", "none"):
-            raise ConfigError(f"taco: correction must be 'tailored', 'uniform' or 'none', got {correction!r}")
-        if expel_rule not in (">=", ">"):
-            raise ConfigError(f"taco: expel_rule must be '>=' or '>', got {expel_rule!r}")
-        self.gamma_arg, self.kappa, self.lam_arg, self.alpha0 = gamma, kappa, lam, alpha0
-        self.correction, self.tailored_aggregation = correction, tailored_aggregation
-        self.detect, self.expel_rule = detect, expel_rule
+        super().__init__(run, "uniform")
+        if run.local_steps is None:
+            raise ConfigError("taco needs a fixed number of local steps K (local_steps), got local_epochs "
+                              f"{run.local_epochs}")
+        self.gamma = 1 / run.local_steps if gamma is None else gamma
+        self.lam = run.rounds / 5 if lam is None else lam
+        self.kappa, self.alpha0, self.correction = kappa, alpha0, correction
+        self.tailored_aggregation, self.detect, self.expel_rule = tailored_aggregation, detect, expel_rule
 
-    def configure(self, **settings):
-        super().configure(**settings)
-        if self.local_steps is None:
-            raise ConfigError("taco needs a fixed number of local steps K (local_steps), got local_epochs")
-        self.gamma = 1 / self.local_steps if self.gamma_arg is None else self.gamma_arg
-        self.lam = (self.rounds or 1) / 5 if self.lam_arg is None else self.lam_arg
-
-    def init(self, w0):
-        n = self.num_clients
+    def init(self, w0, layout):
+        n = self.run.num_clients
         return {"alpha": w0.new_full((n,), self.alpha0), "count": w0.new_zeros(n),
                 "expelled": torch.zeros(n, dtype=torch.bool, device=w0.device),
                 "Delta": torch.zeros_like(w0), "w_prev": w0.clone(), "alpha_bar": w0.new_tensor(self.alpha0)}
@@ -81,30 +58,30 @@ class Taco(Algorithm):
     def eligible(self, state):
         return ~state["expelled"]
 
-    def message(self, w, state, clients):
+    def message(self, w, state, rnd):
         # the global gradient Δ_t and the client's own α_i^t (Algorithm 2 line 13; eq. 8 needs Δ_t too)
-        return {"Delta": state["Delta"].expand(len(clients), -1), "alpha": state["alpha"][clients]}
+        return {"Delta": state["Delta"].expand(len(rnd.clients), -1), "alpha": state["alpha"][rnd.clients]}
 
-    def direction(self, g, w, w0, recv):
+    def direction(self, g, w, c):
         if self.correction == "none":
             return g
         if self.correction == "uniform":
-            return g + self.gamma * recv["Delta"]
-        return g + self.gamma * (1 - recv["alpha"]) * recv["Delta"]  # eq. 8
+            return g + self.gamma * c.recv["Delta"]
+        return g + self.gamma * (1 - c.recv["alpha"]) * c.recv["Delta"]  # eq. 8
 
-    def aggregate(self, w, state, ups, clients, sizes):
+    def aggregate(self, w, state, ups, rnd):
         d = -ups["delta"]  # eq. 5 sign
         alpha = tailored_coefficients(d)  # eq. 7
-        mean = tailored_mean(d, alpha) if self.tailored_aggregation else self.weights(sizes) @ d
-        w_new = w - self.server_lr * mean  # eqs. 6 and 9 with η_g = server_lr · K η_l
+        mean = tailored_mean(d, alpha) if self.tailored_aggregation else self.weights(rnd.sizes) @ d
+        w_new = w - self.run.server_lr * mean  # eqs. 6 and 9 with η_g = server_lr · K η_l
         count, expelled = state["count"], state["expelled"]
         if self.detect:  # eq. 10
-            count = count.index_add(0, clients, (alpha >= self.kappa).to(count.dtype))
+            count = count.index_add(0, rnd.clients, (alpha >= self.kappa).to(count.dtype))
             over = count >= self.lam if self.expel_rule == ">=" else count > self.lam
             expelled = expelled | over
-        new = {"alpha": state["alpha"].index_copy(0, clients, alpha), "count": count, "expelled": expelled,
-               "Delta": mean / (self.local_steps * self.lr), "w_prev": w, "alpha_bar": alpha.mean()}
-        return w_new, new, {"alpha": alpha, "count": count[clients], "expelled": expelled[clients].float()}
+        new = {"alpha": state["alpha"].index_copy(0, rnd.clients, alpha), "count": count, "expelled": expelled,
+               "Delta": mean / (self.run.local_steps * rnd.lr), "w_prev": w, "alpha_bar": alpha.mean()}
+        return w_new, new, {"alpha": alpha, "count": count[rnd.clients], "expelled": expelled[rnd.clients].float()}
 
     def outputs(self, w, state):
         return {"z": w + (1 - state["alpha_bar"]) * (w - state["w_prev"])}  # eq. 15

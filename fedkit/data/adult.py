@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import FedkitError
+from ..errors import DataFileError
 
 CONTINUOUS_BINS = {  # column -> cut points; bin = number of cut points <= value
     "age": [26, 33, 41, 50],
@@ -74,18 +74,23 @@ def read_adult(path: Path) -> tuple[np.ndarray, np.ndarray]:
     on the label (adult.test) is ignored.
     """
     rows, labels = [], []
-    with open(path, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip() or line.startswith("|"):
-                continue
-            fields = [v.strip() for v in line.split(",")]
-            if len(fields) != 15:
-                raise FedkitError(f"{path}:{lineno}: expected 15 comma-separated fields, got {len(fields)}")
-            label = fields[14].rstrip(".")
-            if label not in ("<=50K", ">50K"):
-                raise FedkitError(f"{path}:{lineno}: label must be <=50K or >50K, got {fields[14]!r}")
-            rows.append(fields[:14])
-            labels.append(label == ">50K")
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as e:
+        raise DataFileError(f"{path} cannot be read as UTF-8 text ({e})") from None
+    for lineno, line in enumerate(lines, 1):
+        if not line.strip() or line.startswith("|"):
+            continue
+        fields = [v.strip() for v in line.split(",")]
+        if len(fields) != 15:
+            raise DataFileError(f"{path}:{lineno}: expected 15 comma-separated fields, got {len(fields)}")
+        label = fields[14].rstrip(".")
+        if label not in ("<=50K", ">50K"):
+            raise DataFileError(f"{path}:{lineno}: label must be <=50K or >50K, got {fields[14]!r}")
+        rows.append(fields[:14])
+        labels.append(label == ">50K")
+    if not rows:
+        raise DataFileError(f"{path} holds no data rows")
     x = np.zeros((len(rows), NUM_FEATURES), dtype=np.float32)
     row_ids = np.arange(len(rows))
     for j, (col, start, coding) in enumerate(LAYOUT):
@@ -94,12 +99,12 @@ def read_adult(path: Path) -> tuple[np.ndarray, np.ndarray]:
             try:
                 numbers = np.array(values, dtype=np.int64)
             except ValueError as e:
-                raise FedkitError(f"{path}: column {col!r} holds a non-integer value ({e})") from None
+                raise DataFileError(f"{path}: column {col!r} holds a non-integer value ({e})") from None
             x[row_ids, start + np.searchsorted(coding, numbers, side="right")] = 1
         else:
             unknown = set(values) - set(coding) - {"?"}
             if unknown:
-                raise FedkitError(f"{path}: column {col!r} has unknown value(s) {sorted(unknown)[:5]}")
+                raise DataFileError(f"{path}: column {col!r} has unknown value(s) {sorted(unknown)[:5]}")
             hit = np.array([v != "?" for v in values], dtype=bool)
             index = np.array([coding.get(v, 0) for v in values], dtype=np.int64)
             x[row_ids[hit], start + index[hit]] = 1

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import zipfile
 from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
@@ -24,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..errors import ConfigError, DataNotFoundError
+from ..errors import ConfigError, DataFileError, DataNotFoundError
 from ..registry import build
 from . import adult, leaf
 from .base import FedData
@@ -83,10 +84,17 @@ def _memo(parse: Callable, key, stamp: tuple):
     return parse(key)
 
 
-def _cached(parse: Callable, key, files: list[Path]):
-    """``parse(key)``, kept in memory for the process while ``files`` keep their size and mtime."""
+def _cached(parse: Callable, key, files: list[Path], name: str, downloadable: bool = False):
+    """``parse(key)``, kept in memory for the process while ``files`` keep their size and mtime.
+
+    A broken file (DataFileError from the reader, which names it) gets data set ``name`` and the fix added."""
     stamp = tuple((str(f), f.stat().st_mtime_ns, f.stat().st_size) for f in files)
-    return _memo(parse, key, stamp)
+    try:
+        return _memo(parse, key, stamp)
+    except DataFileError as e:
+        fix = (f"delete the file and run again with {ENV_DOWNLOAD}=1 to download it afresh" if downloadable
+               else "replace the file with an intact copy (this data set is not downloaded automatically)")
+        raise DataFileError(f"{name}: {e}. Fix: {fix}.") from None
 
 
 def _images(pixels: np.ndarray | torch.Tensor) -> torch.Tensor:
@@ -141,6 +149,9 @@ def _download_idx(name: str, directory: Path, torchvision_class: str, bases: lis
 
 def _parse_idx(files: tuple[Path, ...]) -> tuple[torch.Tensor, ...]:
     train_x, train_y, test_x, test_y = (read_idx(f) for f in files)
+    for images, labels, x, y in ((files[0], files[1], train_x, train_y), (files[2], files[3], test_x, test_y)):
+        if len(x) != len(y):
+            raise DataFileError(f"{images} holds {len(x)} images but {labels} {len(y)} labels")
     return _images(train_x[:, None]), _labels(train_y), _images(test_x[:, None]), _labels(test_y)
 
 
@@ -153,7 +164,7 @@ def _mnist_like(name: str, torchvision_class: str, root: Path, download: bool) -
     if missing:
         raise _not_found(name, directory, [f"{b}[.gz]" for b in _IDX_NAMES], missing, downloadable=True)
     files = tuple(_idx_file(directory, base) for base in _IDX_NAMES)
-    return FedData(name, *_cached(_parse_idx, files, list(files)), num_classes=10)
+    return FedData(name, *_cached(_parse_idx, files, list(files), name, downloadable=True), num_classes=10)
 
 
 def load_mnist(root: Path, download: bool) -> FedData:
@@ -176,7 +187,7 @@ def _torchvision(name: str, root: Path, download: bool, files: list[str], make: 
         _require(name, directory, files, downloadable=True)
     try:
         return make(str(directory), True, download), make(str(directory), False, download)
-    except (OSError, RuntimeError) as e:
+    except (OSError, RuntimeError, ValueError, EOFError) as e:  # missing, failed checksum, truncated
         if download:
             fix = f"check the network, or {_place_hint(directory)}"
             raise DataNotFoundError(f"{name}: the data could not be downloaded into {directory}: {e!r}. "
@@ -236,9 +247,13 @@ def load_cifar100(root: Path, download: bool) -> FedData:
 # ---- other files of the data root ------------------------------------------------------------------------
 
 def _parse_cifar10_subset(path: Path) -> tuple[torch.Tensor, ...]:
-    with np.load(path) as z:  # x_* uint8 [n, 32, 32, 3], y_* uint8 [n]
-        return (_images(z["x_train"].transpose(0, 3, 1, 2)), _labels(z["y_train"]),
-                _images(z["x_test"].transpose(0, 3, 1, 2)), _labels(z["y_test"]))
+    try:
+        with np.load(path) as z:  # x_* uint8 [n, 32, 32, 3], y_* uint8 [n]
+            return (_images(z["x_train"].transpose(0, 3, 1, 2)), _labels(z["y_train"]),
+                    _images(z["x_test"].transpose(0, 3, 1, 2)), _labels(z["y_test"]))
+    except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile) as e:
+        raise DataFileError(f"{path} is not a readable npz of x_train, y_train, x_test, y_test "
+                            f"({type(e).__name__}: {e})") from None
 
 
 def load_cifar10_subset(root: Path) -> FedData:
@@ -246,7 +261,8 @@ def load_cifar10_subset(root: Path) -> FedData:
     directory = root / "cifar10_convnetjs"
     _require("cifar10_subset", directory, ["cifar10_convnetjs_subset.npz"])
     path = directory / "cifar10_convnetjs_subset.npz"
-    return FedData("cifar10_subset", *_cached(_parse_cifar10_subset, path, [path]), num_classes=10)
+    return FedData("cifar10_subset", *_cached(_parse_cifar10_subset, path, [path], "cifar10_subset"),
+                   num_classes=10)
 
 
 def _parse_adult(directory: Path) -> tuple[torch.Tensor, ...]:
@@ -260,7 +276,7 @@ def load_adult(root: Path) -> FedData:
     label 1 = ">50K"."""
     directory = root / "adult"
     _require("adult", directory, ["adult.data", "adult.test"])
-    tensors = _cached(_parse_adult, directory, [directory / "adult.data", directory / "adult.test"])
+    tensors = _cached(_parse_adult, directory, [directory / "adult.data", directory / "adult.test"], "adult")
     return FedData("adult", *tensors, num_classes=2)
 
 
@@ -277,7 +293,13 @@ def _parse_leaf(key: tuple[str, Path]) -> tuple:
     kind, directory = key
     to_arrays = leaf.femnist_arrays if kind == "femnist" else leaf.shakespeare_arrays
     train, test = leaf.read_shards(directory / "train"), leaf.read_shards(directory / "test")
-    (x_train, y_train), (x_test, y_test) = to_arrays(train), to_arrays(test)
+    arrays = []
+    for split, shards in (("train", train), ("test", test)):
+        try:
+            arrays.append(to_arrays(shards))
+        except (DataFileError, ValueError, TypeError) as e:  # values of the wrong type or shape
+            raise DataFileError(f"a shard of {directory / split} holds malformed samples ({e})") from None
+    (x_train, y_train), (x_test, y_test) = arrays
     users = leaf.user_ids(train)
     users.flags.writeable = False
     return (torch.from_numpy(x_train), torch.from_numpy(y_train), torch.from_numpy(x_test),
@@ -287,7 +309,7 @@ def _parse_leaf(key: tuple[str, Path]) -> tuple:
 def _load_leaf(name: str, folder: str, num_classes: int, root: Path) -> FedData:
     directory = root / folder
     files = _leaf_files(name, directory)
-    *tensors, users = _cached(_parse_leaf, (name, directory), files)
+    *tensors, users = _cached(_parse_leaf, (name, directory), files, name)
     return FedData(name, *tensors, num_classes=num_classes, users=users)
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import FedkitError
+from ..errors import DataFileError
 
 # LEAF's Shakespeare vocabulary (ALL_LETTERS of its language_utils.py), 80 characters.
 ALL_LETTERS = "\n !\"&'(),-.0123456789:;>?ABCDEFGHIJKLMNOPQRSTUVWXYZ[]abcdefghijklmnopqrstuvwxyz}"
@@ -20,19 +20,25 @@ UNKNOWN_INDEX = len(ALL_LETTERS) - 1
 
 
 def read_shards(directory: Path) -> list[tuple[str, list, list]]:
-    """(user, xs, ys) for every user of every ``*.json`` shard in ``directory``, shards in name order."""
+    """(user, xs, ys) for every user of every ``*.json`` shard in ``directory``, shards in name order.
+
+    A shard that is not JSON or not shaped like a LEAF shard raises DataFileError naming it."""
     out = []
     for path in sorted(directory.glob("*.json")):
-        with open(path, encoding="utf-8") as f:
-            shard = json.load(f)
+        try:
+            shard = json.loads(path.read_bytes())
+        except (OSError, ValueError) as e:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+            raise DataFileError(f"{path} is not valid JSON ({e})") from None
+        if not isinstance(shard, dict):
+            raise DataFileError(f"{path} is not a LEAF shard (a JSON object with users and user_data)")
         try:
             for user in shard["users"]:
                 data = shard["user_data"][user]
                 if len(data["x"]) != len(data["y"]):
-                    raise FedkitError(f"{path}: user {user!r} has {len(data['x'])} x but {len(data['y'])} y")
+                    raise DataFileError(f"{path}: user {user!r} has {len(data['x'])} x but {len(data['y'])} y")
                 out.append((user, data["x"], data["y"]))
         except (KeyError, TypeError) as e:
-            raise FedkitError(f"{path} is not a LEAF shard (missing or malformed {e})") from None
+            raise DataFileError(f"{path} is not a LEAF shard (missing or malformed {e})") from None
     return out
 
 
@@ -44,9 +50,11 @@ def user_ids(train: list[tuple[str, list, list]]) -> np.ndarray:
 
 def femnist_arrays(shards: list[tuple[str, list, list]]) -> tuple[np.ndarray, np.ndarray]:
     """Images float32 [n, 1, 28, 28] with values as LEAF stores them (1.0 = white background) and labels."""
+    bad = next((user for user, user_xs, _ in shards for x in user_xs if not isinstance(x, list) or len(x) != 784),
+               None)
+    if bad is not None:
+        raise DataFileError(f"user {bad!r} has a sample that is not a list of 784 pixel values")
     xs = [x for _, user_xs, _ in shards for x in user_xs]
-    if any(len(x) != 784 for x in xs):
-        raise FedkitError("FEMNIST samples must be lists of 784 pixel values")
     y = np.array([y for _, _, user_ys in shards for y in user_ys], dtype=np.int64)
     return np.asarray(xs, dtype=np.float32).reshape(-1, 1, 28, 28), y
 
@@ -66,9 +74,9 @@ def shakespeare_arrays(shards: list[tuple[str, list, list]]) -> tuple[np.ndarray
     xs = [x for _, user_xs, _ in shards for x in user_xs]
     lengths = {len(x) for x in xs}
     if len(lengths) > 1:
-        raise FedkitError(f"Shakespeare inputs must all have one length, got lengths {sorted(lengths)[:5]}")
+        raise DataFileError(f"Shakespeare inputs must all have one length, got lengths {sorted(lengths)[:5]}")
     seq_len = lengths.pop() if lengths else 80
     ys = "".join(y for _, _, user_ys in shards for y in user_ys)
     if len(ys) != len(xs):
-        raise FedkitError("Shakespeare targets must be single characters")
+        raise DataFileError("Shakespeare targets must be single characters")
     return encode("".join(xs)).reshape(len(xs), seq_len), encode(ys)

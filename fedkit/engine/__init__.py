@@ -1,7 +1,8 @@
-"""Client execution engines and the functional view of models they share."""
+"""Client execution engines, the client-program contract they run, and the functional view of models they share."""
 from .engines import ENGINES, Engine, RoundResult, SequentialEngine, VectorizedEngine
 from .functional import FlatModel, evaluate, make_client_step
 from .plan import ClientPlan, local_steps, make_plan
+from .program import Batch, ClientInput, ClientProgram
 
-__all__ = ["ENGINES", "ClientPlan", "Engine", "FlatModel", "RoundResult", "SequentialEngine",
-           "VectorizedEngine", "evaluate", "local_steps", "make_client_step", "make_plan"]
+__all__ = ["ENGINES", "Batch", "ClientInput", "ClientPlan", "ClientProgram", "Engine", "FlatModel", "RoundResult",
+           "SequentialEngine", "VectorizedEngine", "evaluate", "local_steps", "make_client_step", "make_plan"]

@@ -1,93 +1,105 @@
 """How the sampled clients execute a round: one after another, or all at once with torch.func.vmap.
 
-Both engines run the same single-client functions (``make_client_step`` and the algorithm's ``upload``) on
-the same batch plans, so they produce the same numbers; a test holds them together.
+Both engines run the same client program (``ClientProgram``: init, step, final and the local objective) on the
+same batch plans, so they produce the same numbers; a test holds them together.
 """
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 from torch.func import vmap
+from torch.utils._pytree import tree_map
 
 from ..errors import ConfigError
 from .functional import FlatModel, make_client_step
 from .plan import ClientPlan
+from .program import ClientInput, ClientProgram
+
+Tensors = dict[str, torch.Tensor]
 
 
 @dataclass
 class RoundResult:
-    uploads: dict[str, torch.Tensor]  # stacked [n, ...]
+    uploads: Tensors  # stacked [n, ...]
+    kept: Tensors  # what each client keeps for its next round, stacked [n, ...]
     train_loss: torch.Tensor  # [n] mean data loss over each client's local steps
     seconds: list[float]  # wall-clock compute time per client (vectorized: the round's time shared evenly)
-    buffers: dict[str, torch.Tensor] | None = None  # each client's BatchNorm statistics, stacked [n, ...]
+    buffers: Tensors = field(default_factory=dict)  # each client's BatchNorm statistics after training, [n, ...]
+    paths: list | None = None  # with trace=True: each client's local iterates [w_0, ..., w_K]
 
 
 class Engine:
     vectorized = False  # whether the client step runs under vmap
 
-    def __init__(self, fm: FlatModel, algorithm, optimizer, task: str, x: torch.Tensor, y: torch.Tensor):
-        self.fm, self.algorithm, self.optimizer = fm, algorithm, optimizer
+    def __init__(self, fm: FlatModel, program: ClientProgram, task: str, x: torch.Tensor, y: torch.Tensor):
+        self.fm, self.program = fm, program
         self.x, self.y = x, y
-        self.step = make_client_step(fm, algorithm, optimizer, task, self.vectorized)
+        self.step = make_client_step(fm, program, task, self.vectorized)
 
     def _sync(self):
         if self.x.is_cuda:
             torch.cuda.synchronize(self.x.device)
 
-    def train(self, w0: torch.Tensor, recv: dict[str, torch.Tensor], plans: list[ClientPlan], lr: float
+    def train(self, clients: ClientInput, plans: list[ClientPlan], buffers: Tensors, trace: bool = False
               ) -> RoundResult:
+        """Local training of the clients (``clients`` stacked [n, ...], one plan each) from their BatchNorm
+        statistics ``buffers`` ([n, ...]; empty for a model without them)."""
         raise NotImplementedError
 
 
+def _pick(c: ClientInput, j: int) -> ClientInput:
+    return c._replace(w0=c.w0[j], recv=tree_map(lambda v: v[j], c.recv), kept=tree_map(lambda v: v[j], c.kept),
+                      steps=c.steps[j])
+
+
+def _stack(rows: list[Tensors]) -> Tensors:
+    return {k: torch.stack([r[k] for r in rows]) for k in rows[0]} if rows else {}
+
+
 class SequentialEngine(Engine):
-    """The reference: each client trains alone; its compute time is measured on its own.
+    """The reference: each client trains alone; its compute time is measured on its own."""
 
-    Set ``trace`` to a list to collect every client's local iterates (for drift pictures).
-    """
-
-    trace: list | None = None
     warmed_up = False
 
-    def train(self, w0, recv, plans, lr):
+    def train(self, clients, plans, buffers, trace=False):
         if not self.warmed_up and plans:
-            self._warm_up(w0, {k: v[0] for k, v in recv.items()}, plans[0], lr)
-        uploads, losses, seconds, buffers = [], [], [], []
+            self._warm_up(_pick(clients, 0), plans[0], {k: v[0] for k, v in buffers.items()})
+        uploads, kept, losses, seconds, after, paths = [], [], [], [], [], []
         for j, plan in enumerate(plans):
             self._sync()
             start = time.perf_counter()
-            mine_buffers = {k: v.clone() for k, v in self.fm.buffers.items()}  # this client's statistics
-            mine = {k: v[j] for k, v in recv.items()}
-            w, state = w0.clone(), self.algorithm.local_init(w0, mine, self.optimizer)
+            mine_buffers = {k: v[j].clone() for k, v in buffers.items()}  # this client's statistics
+            c = _pick(clients, j)
+            w, local = self.program.local_init(c)
             step_losses, path = [], [w]
             real = plan.mask.sum(1).long().tolist()  # padding sits at the end: drop it (BatchNorm sees real rows)
-            indices, mask = plan.indices.to(w0.device), plan.mask.to(w0.device)
+            indices, mask = plan.indices.to(w.device), plan.mask.to(w.device)
             for k in range(plan.steps):
                 rows = indices[k, :real[k]]
-                w, state, loss = self.step(w, state, w0, mine, self.x[rows], self.y[rows], mask[k, :real[k]], lr,
-                                           mine_buffers)
+                w, local, loss = self.step(w, local, c, self.x[rows], self.y[rows], mask[k, :real[k]], mine_buffers)
                 step_losses.append(loss)
-                path.append(w)
-            if self.trace is not None:
-                self.trace.append(path)
-            steps = torch.tensor(float(plan.steps), device=w.device)
-            uploads.append(self.algorithm.upload(w0, w, mine, steps, state))
+                if trace:
+                    path.append(w)
+            up, keep = self.program.local_final(w, local, c)
+            uploads.append(up)
+            kept.append(keep)
             losses.append(torch.stack(step_losses).mean())
-            buffers.append(mine_buffers)
+            after.append(mine_buffers)
+            paths.append(path)
             self._sync()
             seconds.append(time.perf_counter() - start)
-        stack = lambda rows: {k: torch.stack([r[k] for r in rows]) for k in rows[0]} if rows[0] else None
-        return RoundResult(stack(uploads), torch.stack(losses).detach(), seconds, stack(buffers))
+        return RoundResult(_stack(uploads), _stack(kept), torch.stack(losses).detach(), seconds, _stack(after),
+                           paths if trace else None)
 
-    def _warm_up(self, w0, mine, plan, lr):
+    def _warm_up(self, c, plan, buffers):
         """One untimed local step on copies, so that one-off costs of a process's first step (kernel set-up,
         allocator growth: up to 2 s on a CPU) do not land in the first client's time."""
-        rows = plan.indices[0, :int(plan.mask[0].sum())].to(w0.device)
-        state = self.algorithm.local_init(w0, mine, self.optimizer)
-        buffers = {k: v.clone() for k, v in self.fm.buffers.items()}
-        self.step(w0.clone(), state, w0, mine, self.x[rows], self.y[rows], plan.mask[0, :len(rows)].to(w0.device), lr,
-                  buffers)
+        rows = plan.indices[0, :int(plan.mask[0].sum())].to(c.w0.device)
+        w, local = self.program.local_init(c)
+        self.step(w.clone(), local, c, self.x[rows], self.y[rows], plan.mask[0, :len(rows)].to(c.w0.device),
+                  {k: v.clone() for k, v in buffers.items()})
         self.warmed_up = True
 
 
@@ -104,15 +116,18 @@ class VectorizedEngine(Engine):
         if self.fm.buffers:
             raise ConfigError("engine 'vectorized' cannot run a model with buffers (BatchNorm running "
                               "statistics); use engine='sequential' or a GroupNorm variant")
-        self.vstep = vmap(self.step, in_dims=(0, 0, None, 0, 0, 0, 0, None, None))
-        self.vupload = vmap(self.algorithm.upload, in_dims=(None, 0, 0, 0, 0))
-        self.vinit = vmap(self.algorithm.local_init, in_dims=(0, 0, None))
+        dims = ClientInput(0, 0, 0, 0, None, None)
+        self.vstep = vmap(self.step, in_dims=(0, 0, dims, 0, 0, 0, None))
+        self.vinit = vmap(self.program.local_init, in_dims=(dims,))
+        self.vfinal = vmap(self.program.local_final, in_dims=(0, 0, dims))
 
-    def train(self, w0, recv, plans, lr):
+    def train(self, clients, plans, buffers, trace=False):
+        if trace:
+            raise ConfigError("tracing local paths needs engine='sequential'")
         self._sync()
         start = time.perf_counter()
-        n, device = len(plans), w0.device
-        steps = torch.tensor([p.steps for p in plans], device=device)
+        n, device = len(plans), clients.w0.device
+        steps = clients.steps
         k_max, batch = int(steps.max()), plans[0].indices.shape[1]
         indices = torch.zeros(n, k_max, batch, dtype=torch.int64)
         mask = torch.zeros(n, k_max, batch)
@@ -120,23 +135,22 @@ class VectorizedEngine(Engine):
             indices[j, :p.steps], mask[j, :p.steps] = p.indices, p.mask
         indices, mask = indices.to(device), mask.to(device)
 
-        w = w0.expand(n, -1).clone()
-        state = self.vinit(w, recv, self.optimizer)
+        w, local = self.vinit(clients)
         loss_sum = torch.zeros(n, device=device)
         for k in range(k_max):
             rows = indices[:, k]
-            w_new, state_new, loss = self.vstep(w, state, w0, recv, self.x[rows], self.y[rows], mask[:, k], lr, {})
+            w_new, local_new, loss = self.vstep(w, local, clients, self.x[rows], self.y[rows], mask[:, k], {})
             active = k < steps
             if bool(active.all()):
-                w, state = w_new, state_new
+                w, local = w_new, local_new
             else:
                 w = _where_active(active, w_new, w)
-                state = {key: _where_active(active, state_new[key], state[key]) for key in state}
+                local = tree_map(lambda new, old: _where_active(active, new, old), local_new, local)
             loss_sum = loss_sum + torch.where(active, loss, torch.zeros_like(loss))
-        uploads = self.vupload(w0, w, recv, steps.float(), state)
+        uploads, kept = self.vfinal(w, local, clients)
         self._sync()
         share = (time.perf_counter() - start) / n
-        return RoundResult(uploads, (loss_sum / steps).detach(), [share] * n)
+        return RoundResult(uploads, kept, (loss_sum / steps).detach(), [share] * n)
 
 
 def _where_active(active: torch.Tensor, new: torch.Tensor, old: torch.Tensor) -> torch.Tensor:

@@ -1,0 +1,97 @@
+"""Where each parameter tensor sits in the flat vector, and selections of tensors by name, module type or position.
+
+A selection ``spec`` is one of, or a list of (their union):
+  "all"          every trainable tensor
+  "output"       the tensors of the last parameterised layer (the classifier's output layer)
+  "head"         the trailing run of Linear layers (e.g. a CNN's fully connected head; FedPVR's "final layers")
+  "last:N"       the tensors of the last N parameterised layers
+  "batchnorm"    the affine tensors of every BatchNorm layer (by module type, not by name)
+  a glob         tensor names matching it, e.g. "classifier.4.*" or "*.bias"
+"""
+from __future__ import annotations
+
+import fnmatch
+import math
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from .errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Entry:
+    name: str
+    shape: tuple[int, ...]
+    start: int  # offset in the flat vector
+    layer: str  # name of the module that owns it
+    kind: type  # that module's type
+
+    @property
+    def slice(self) -> slice:
+        return slice(self.start, self.start + math.prod(self.shape))
+
+
+class Layout:
+    """The trainable tensors of a module in flat-vector order (the order of ``named_parameters``)."""
+
+    def __init__(self, module: nn.Module):
+        owners = {f"{layer}.{n}" if layer else n: (layer, type(m))
+                  for layer, m in module.named_modules() for n, _ in m.named_parameters(recurse=False)}
+        self.tensors, start = [], 0
+        for name, p in module.named_parameters():
+            if p.requires_grad:
+                self.tensors.append(Entry(name, tuple(p.shape), start, *owners[name]))
+                start += p.numel()
+        self.dim = start
+        self.layers = list(dict.fromkeys(t.layer for t in self.tensors))
+
+    @property
+    def names(self) -> list[str]:
+        return [t.name for t in self.tensors]
+
+    def select(self, spec) -> list[Entry]:
+        """The tensors a spec names, in flat order; a spec that selects nothing is an error naming it."""
+        specs = [spec] if isinstance(spec, str) else list(spec)
+        chosen = set()
+        for s in specs:
+            found = self._one(s)
+            if not found:
+                raise ConfigError(f"layer selection {s!r} matches no parameter tensor; tensors: {self.names}")
+            chosen |= {t.name for t in found}
+        return [t for t in self.tensors if t.name in chosen]
+
+    def _one(self, spec: str) -> list[Entry]:
+        if not isinstance(spec, str):
+            raise ConfigError(f"a layer selection must be a string or a list of strings, got {spec!r}")
+        if spec == "all":
+            return self.tensors
+        if spec == "output":
+            return self._layers(self.layers[-1:])
+        if spec.startswith("last:"):
+            count = spec[5:]
+            if not count.isdigit() or int(count) < 1:
+                raise ConfigError(f"layer selection {spec!r}: 'last:N' needs an integer N ≥ 1")
+            return self._layers(self.layers[-int(count):])
+        if spec == "head":
+            kinds = {t.layer: t.kind for t in self.tensors}
+            head = []
+            for layer in reversed(self.layers):
+                if not issubclass(kinds[layer], nn.Linear):
+                    break
+                head.insert(0, layer)
+            return self._layers(head)
+        if spec == "batchnorm":
+            return [t for t in self.tensors if issubclass(t.kind, nn.modules.batchnorm._BatchNorm)]
+        return [t for t in self.tensors if fnmatch.fnmatchcase(t.name, spec)]
+
+    def _layers(self, layers) -> list[Entry]:
+        return [t for t in self.tensors if t.layer in layers]
+
+    def mask(self, spec, device=None) -> torch.Tensor:
+        """Boolean [dim] mask of the selected coordinates of the flat vector."""
+        mask = torch.zeros(self.dim, dtype=torch.bool, device=device)
+        for t in self.select(spec):
+            mask[t.slice] = True
+        return mask
