@@ -133,3 +133,41 @@ def test_sparse_evaluation_tests_every_nth_round_and_the_last_without_changing_t
     assert tested == [0, 3, 5]
     pd.testing.assert_frame_equal(results(sparse).loc[tested], results(dense).loc[tested])
     pd.testing.assert_series_equal(sparse.rounds["train_loss"], dense.rounds["train_loss"])
+
+
+def kill_at(round_):
+    def callback(record, w):
+        if record["round"] == round_:
+            raise Killed
+    return callback
+
+
+@pytest.mark.parametrize("damage", ["truncate", "empty", "garbage", "flip"])
+def test_a_corrupt_checkpoint_is_set_aside_and_the_run_resumes_from_the_previous_one(tmp_path, damage):
+    cfg = digits_config(algorithm="scaffold", rounds=5)
+    whole = run(cfg, cache=False, progress=False)
+    with pytest.raises(Killed):
+        run(cfg, cache=tmp_path, progress=False, callbacks=(kill_at(3),))
+    folder = tmp_path / cfg.key()
+    checkpoint = folder / "checkpoint.pt"
+    assert (folder / "checkpoint.prev.pt").exists()  # round 2's, kept until round 3's was in place
+    data = checkpoint.read_bytes()
+    checkpoint.write_bytes({"truncate": data[: len(data) // 2], "empty": b"", "garbage": b"\x80not a checkpoint",
+                            "flip": data[:-100] + bytes([data[-100] ^ 0x40]) + data[-99:]}[damage])
+    with pytest.warns(UserWarning, match="checkpoint.pt is corrupt"):
+        resumed = run(cfg, cache=tmp_path, progress=False)
+    assert (folder / "checkpoint.pt.corrupt").exists()
+    pd.testing.assert_frame_equal(results(whole), results(resumed), check_exact=True)
+
+
+def test_a_corrupt_cached_result_is_retrained_with_a_warning(tmp_path):
+    cfg = digits_config(rounds=2)
+    first = run(cfg, cache=tmp_path, progress=False)
+    rounds = tmp_path / cfg.key() / "rounds.parquet"
+    rounds.write_bytes(rounds.read_bytes()[:-10] + b"0123456789")
+    with pytest.warns(UserWarning, match="rounds.parquet is unreadable"):
+        again = run(cfg, cache=tmp_path, progress=False)
+    pd.testing.assert_frame_equal(results(first), results(again), check_exact=True)
+    (tmp_path / cfg.key() / "meta.json").write_text("{not json")
+    with pytest.warns(UserWarning, match="meta.json is unreadable"):
+        run(cfg, cache=tmp_path, progress=False)
