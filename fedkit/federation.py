@@ -149,9 +149,10 @@ class Federation:
         c = ClientInput(sent.expand(len(plans), -1), {k: v[honest] for k, v in message.items()},
                         {k: v[trained_ids] for k, v in s.kept.items()}, steps[honest], info.lr, t)
         result = self.engine.train(c, plans, self._client_buffers(s.buffers, trained_ids, len(plans)), trace)
-        uploads = self.threat.uploads(clients, result.uploads, s.w, s.w_prev)
+        honest_uploads = result.uploads or {"delta": s.w.new_zeros(0, s.w.numel())}  # a sample of threats only
+        uploads = self.threat.uploads(clients, honest_uploads, s.w, s.w_prev)
         w_new, server, metrics = alg.aggregate(s.w, s.server, uploads, info)
-        kept = {k: v.index_copy(0, trained_ids, result.kept[k]) for k, v in s.kept.items()}
+        kept = {k: v.index_copy(0, trained_ids, result.kept[k]) for k, v in s.kept.items()} if plans else s.kept
         buffers = self._new_buffers(s.buffers, result.buffers, trained_ids)
         after = FedState(t, w_new, s.w, server, kept, buffers)
         return Round(info, trains, plans, message, uploads, result, metrics, after, self.nobody_eligible(server))
@@ -197,9 +198,10 @@ class Federation:
 
     # ---- evaluation
     def nobody_eligible(self, server: dict) -> bool:
-        """Whether the algorithm has excluded every client (e.g. TACO expelled them all): training must stop."""
+        """Whether the algorithm has excluded every honest client (e.g. TACO expelled them all, or all but a
+        threat's clients, who do not train): training must stop."""
         eligible = self.algorithm.eligible(server)
-        return eligible is not None and not bool(eligible.any())
+        return eligible is not None and not bool((eligible.cpu().numpy() & ~self.threat.bad).any())
 
     def evaluate(self, w: torch.Tensor, buffers: dict | None = None) -> tuple[float, float]:
         """(accuracy, loss) of w on the test set, with the global BatchNorm statistics ``buffers``."""

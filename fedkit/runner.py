@@ -64,7 +64,7 @@ def run(cfg: Config, *, cache: str | Path | bool | None = None, progress: bool =
         clients = _client_rows(fed, rnd)
         client_rows += clients
         record = {"round": s.t, **scores, "train_loss": float(result.train_loss.mean()),
-                  "clients": len(clients), "client_seconds_max": max(result.seconds),
+                  "clients": len(clients), "client_seconds_max": max(result.seconds, default=0.0),
                   "client_seconds_sum": sum(result.seconds), "seconds": time.perf_counter() - wall,
                   "bytes_up": sum(r["bytes_up"] for r in clients), "bytes_down": sum(r["bytes_down"] for r in clients),
                   "sim_seconds": _simulated_seconds(cfg, rnd, clients), "diverged": diverged}
@@ -80,7 +80,7 @@ def run(cfg: Config, *, cache: str | Path | bool | None = None, progress: bool =
     bar.close()
 
     last = round_rows[-1]["round"]
-    ended_early = (f"no eligible client left after round {last} (every client was expelled)"
+    ended_early = (f"no eligible client left after round {last} (every honest client was expelled)"
                    if fed.nobody_eligible(s.server) and last < cfg.rounds else None)
     history = History(cfg.to_dict(), pd.DataFrame(round_rows), pd.DataFrame(client_rows), diverged, ended_early, s.w)
     if run_dir is not None:
@@ -109,7 +109,7 @@ def _simulated_seconds(cfg: Config, rnd: Round, clients: list[dict]) -> float:
     """A round on the simulated clock: the slowest client's compute (measured, or ``step_seconds`` per local
     step) + what one client receives and the mean client upload over the link (algorithms-seed §3.6)."""
     compute = (cfg.step_seconds * max(r["steps"] for r in clients) if cfg.step_seconds is not None
-               else max(rnd.result.seconds))
+               else max(rnd.result.seconds, default=0.0))
     bits = 8 * (clients[0]["bytes_down"] + np.mean([r["bytes_up"] for r in clients]))
     return float(compute + bits / (cfg.link_mbps * LINK_UNIT))
 

@@ -9,9 +9,11 @@ import pytest
 import torch
 
 from fedkit import ConfigError, run
-from fedkit.algorithms import ALGORITHMS, make_algorithm
+from fedkit.algorithms import ALGORITHMS, RoundInfo, Settings, make_algorithm
 from fedkit.algorithms.foolsgold import foolsgold_weights
-from fedkit.run import Federation
+from fedkit.federation import Federation
+from fedkit.layout import Layout
+from fedkit.optim import SGD
 from tests.test_algorithms import W0, client_problem, final_weights, local_gd, toy_config
 
 ENGINES = ["sequential", "vectorized"]
@@ -57,10 +59,28 @@ OUT = slice(9, 15)
 DIM = 17
 
 
-def configured(num_clients, server_lr=1.0, layout=LAYOUT, **args):
-    alg = make_algorithm("foolsgold", **args)
-    alg.configure(num_clients=num_clients, lr=LR, server_lr=server_lr, local_steps=K, rounds=1, layout=layout)
-    return alg
+def layout_of(tensors):
+    """The Layout of a module whose parameters have exactly these (dotted) names and shapes."""
+    root = torch.nn.Module()
+    for name, shape in tensors:
+        *path, leaf = name.split(".")
+        module = root
+        for part in path:
+            if not hasattr(module, part):
+                module.add_module(part, torch.nn.Module())
+            module = getattr(module, part)
+        module.register_parameter(leaf, torch.nn.Parameter(torch.zeros(shape)))
+    return Layout(root)
+
+
+def configured(num_clients, server_lr=1.0, **args):
+    settings = Settings(num_clients=num_clients, clients_per_round=num_clients, rounds=1, local_steps=K,
+                        server_lr=server_lr, optimizer=SGD(lr=LR))
+    return make_algorithm("foolsgold", settings, **args)
+
+
+def init(alg, w, layout=LAYOUT):
+    return alg.init(w, layout_of(layout))
 
 
 def uploads_with_output(out_rows, seed=0):
@@ -74,7 +94,9 @@ def uploads_with_output(out_rows, seed=0):
 def aggregate(alg, state, w, rows, clients):
     ups = {"delta": torch.tensor(rows, dtype=torch.float32)}
     ids = torch.tensor(clients)
-    return alg.aggregate(w, state, ups, ids, torch.ones(len(clients), dtype=torch.int64))
+    rnd = RoundInfo(1, clients=ids, sizes=torch.ones(len(clients), dtype=torch.int64),
+                    steps=torch.full((len(clients),), float(K)), lr=LR)
+    return alg.aggregate(w, state, ups, rnd)
 
 
 def test_foolsgold_sybils_down_weighted_honest_kept():
@@ -82,7 +104,7 @@ def test_foolsgold_sybils_down_weighted_honest_kept():
     # must not matter
     alg = configured(3, server_lr=0.5)
     w = torch.linspace(-1, 1, DIM)
-    state = alg.init(w)
+    state = init(alg, w)
     assert state["history"].shape == (3, 6)
     rows = uploads_with_output([[1.0, 0, 0, 0, 0, 0], [0, 2.0, 1.0, 0, 0, 0], [0, 2.0, 1.01, 0, 0, 0]])
     w_new, state, metrics = aggregate(alg, state, w, rows, [0, 1, 2])
@@ -97,7 +119,7 @@ def test_foolsgold_history_accumulates_over_rounds():
     rng = np.random.default_rng(1)
     alg = configured(4)
     w = torch.zeros(DIM)
-    state = alg.init(w)
+    state = init(alg, w)
     r1 = rng.normal(size=(3, DIM))
     w1, state, m1 = aggregate(alg, state, w, r1, [0, 1, 3])
     r2 = rng.normal(size=(3, DIM))
@@ -122,7 +144,7 @@ def test_foolsgold_all_identical_uploads_fall_back_to_uniform():
     alg = configured(3)
     w = torch.ones(DIM)
     rows = np.tile(np.linspace(0.1, 1.7, DIM), (3, 1))
-    w_new, state, metrics = aggregate(alg, alg.init(w), w, rows, [0, 1, 2])
+    w_new, state, metrics = aggregate(alg, init(alg, w), w, rows, [0, 1, 2])
     np.testing.assert_allclose(metrics["fg_weight"].numpy(), [1 / 3] * 3, rtol=1e-6)
     np.testing.assert_allclose(w_new.numpy(), 1 + rows[0], rtol=1e-6)
     assert torch.isfinite(state["history"]).all()
@@ -144,8 +166,10 @@ def test_foolsgold_weights_match_reference_on_random_histories():
 
 def test_foolsgold_output_features_need_a_matrix():
     with pytest.raises(ConfigError, match="features='all'"):
-        configured(4, layout=[("w", torch.Size([2]))])
-    assert configured(4, layout=[("w", torch.Size([2]))], features="all").feature_slice is None
+        init(configured(4), torch.zeros(2), layout=[("w", torch.Size([2]))])
+    alg = configured(4, features="all")
+    init(alg, torch.zeros(2), layout=[("w", torch.Size([2]))])
+    assert alg.feature_slice == slice(None)  # every parameter
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -185,7 +209,7 @@ def test_foolsgold_taco_one_round_matches_closed_form(engine):
 def test_foolsgold_taco_clips_negative_cosines_and_guards_zero():
     alg = configured(3, variant="taco")
     w = torch.zeros(DIM)
-    assert alg.init(w) == {}
+    assert init(alg, w) == {}
     rows = np.zeros((3, DIM))
     rows[0, 0], rows[1, 0], rows[2, 0] = 1.0, 2.0, -0.5  # client 2 points against the mean
     _, _, metrics = aggregate(alg, {}, w, rows, [0, 1, 2])
@@ -254,19 +278,19 @@ def test_fedacg_without_momentum_and_prox_is_fedavg(engine):
 
 
 @pytest.mark.parametrize(("name", "args", "message"), [
-    ("foolsgold", {"variant": "pairwise"}, "variant must be 'original' or 'taco', got 'pairwise'"),
-    ("foolsgold", {"features": "last"}, "features must be 'output' or 'all', got 'last'"),
-    ("foolsgold", {"confidence": 0}, "confidence must be a finite number > 0, got 0"),
-    ("foolsgold", {"confidence": -1.5}, "confidence must be a finite number > 0, got -1.5"),
-    ("foolsgold", {"confidence": float("nan")}, "confidence must be a finite number > 0, got nan"),
-    ("fedacg", {"lam": -0.1}, "lam must be in [0, 1), got -0.1"),
-    ("fedacg", {"lam": 1.0}, "lam must be in [0, 1), got 1.0"),
-    ("fedacg", {"beta": -1}, "beta must be ≥ 0, got -1"),
-    ("fedacg", {"beta": float("inf")}, "beta must be ≥ 0, got inf"),
-    ("fedacg", {"prox": "half"}, "prox must be 'paper' or 'code', got 'half'"),
-    ("fedacg", {"weighting": "size"}, "weighting must be 'data' or 'uniform', got 'size'"),
+    ("foolsgold", {"variant": "pairwise"}, "variant must be one of 'original', 'taco', got 'pairwise'"),
+    ("foolsgold", {"features": "last"}, "features must be one of 'output', 'all', got 'last'"),
+    ("foolsgold", {"confidence": 0}, "confidence must lie in (0, inf), got 0"),
+    ("foolsgold", {"confidence": -1.5}, "confidence must lie in (0, inf), got -1.5"),
+    ("foolsgold", {"confidence": float("nan")}, "confidence must be finite, got nan"),
+    ("fedacg", {"lam": -0.1}, "lam must lie in [0, 1), got -0.1"),
+    ("fedacg", {"lam": 1.0}, "lam must lie in [0, 1), got 1.0"),
+    ("fedacg", {"beta": -1}, "beta must lie in [0, inf), got -1"),
+    ("fedacg", {"beta": float("inf")}, "beta must be finite, got inf"),
+    ("fedacg", {"prox": "half"}, "prox must be one of 'paper', 'code', got 'half'"),
+    ("fedacg", {"weighting": "size"}, "weighting must be one of 'data', 'uniform', got 'size'"),
 ])
 def test_bad_hyper_parameters_raise(name, args, message):
     with pytest.raises(ConfigError) as info:
         make_algorithm(name, **args)
-    assert str(info.value) == f"{name}: {message}"
+    assert str(info.value) == f"algorithm {name!r}: {message}"

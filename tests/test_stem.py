@@ -11,9 +11,11 @@ import pytest
 import torch
 
 from fedkit import ConfigError, run
+from fedkit.algorithms import Settings
 from fedkit.algorithms.stem import Stem
+from fedkit.engine import ClientInput
+from fedkit.federation import Federation
 from fedkit.optim import SGD
-from fedkit.run import Federation
 from tests.test_algorithms import W0, client_problem, final_weights, local_gd, toy_config
 
 ENGINES = ["sequential", "vectorized"]
@@ -45,14 +47,12 @@ def stem_config(a=0.2, **changes):
 
 
 def train(cfg):
-    """Final global model and server state, round by round through Federation.train_round."""
+    """Final global model and server state, round by round through Federation.round."""
     fed = Federation(cfg)
-    w = fed.fm.flat()
-    state, w_prev = fed.algorithm.init(w), w
-    for t in range(1, cfg.rounds + 1):
-        rnd = fed.train_round(t, w, state, w_prev)
-        w_prev, w, state = w, rnd.w, rnd.state
-    return w, state
+    s = fed.initial()
+    for _ in range(cfg.rounds):
+        s = fed.round(s).after
+    return s.w, s.server
 
 
 SETTINGS = {  # K ≥ 3 and K·η_l ≠ 1 everywhere
@@ -78,7 +78,9 @@ def test_server_momentum_is_the_mean_of_the_clients_last_momenta():
     w, state = train(cfg)
     np.testing.assert_allclose(w.double().numpy(), w_ref, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(state["d_bar"].double().numpy(), d_ref, rtol=1e-5, atol=1e-6)
-    assert float(state["first"]) == 0.0
+    # the first-round marker is the round index: the clients of the next round do not initialise
+    nxt = ClientInput(w, {"d_bar": state["d_bar"]}, {}, torch.tensor(3.0), 0.2, cfg.rounds + 1)
+    assert float(cfg.build_algorithm().local_init(nxt)[1]["init"]) == 0.0
 
 
 def test_first_call_of_round_one_initialises_the_momentum():
@@ -133,7 +135,7 @@ def test_sgd_weight_decay_is_an_l2_term_at_both_points(engine):
 
 def test_two_gradient_evaluations_per_step_on_one_minibatch():
     # a test double for grad_at: counts calls and records the points; per step: y_k and y_{k+1} = y_k − η d_k
-    alg = Stem(a=0.2)
+    alg = Stem(Settings(optimizer=SGD(lr=0.1)), a=0.2)
     a_mat, b = torch.tensor([[2.0, 0.3], [0.3, 0.5]]), torch.tensor([1.0, -2.0])
     points = []
 
@@ -142,13 +144,13 @@ def test_two_gradient_evaluations_per_step_on_one_minibatch():
         return a_mat @ (v - b), 0.5 * (v - b) @ a_mat @ (v - b)
 
     w0 = torch.tensor(W0)
-    recv = {"d_bar": torch.tensor([0.4, -0.1]), "first_round": torch.tensor(0.0)}
-    local = alg.local_init(w0, recv, SGD())
     w, steps, lr = w0.clone(), 5, 0.1
+    c = ClientInput(w0, {"d_bar": torch.tensor([0.4, -0.1])}, {}, torch.tensor(float(steps)), lr, 2)  # not round 1
+    _, local = alg.local_init(c)
     for _ in range(steps):
         before = len(points)
         w_old, d_old = w, local["d"]
-        w, local, _ = alg.local_step(w, local, w0, recv, grad_at, SGD(), lr)
+        w, local, _ = alg.local_step(w, local, c, grad_at)
         assert len(points) - before == 2
         torch.testing.assert_close(points[-2], w_old)  # ∇f(y_k; ξ_{k+1})
         torch.testing.assert_close(points[-1], w_old - lr * d_old)  # ∇f(y_{k+1}; ξ_{k+1})
@@ -162,17 +164,16 @@ def test_engine_evaluates_two_gradients_per_local_step():
     calls = []
     inner = fed.algorithm.local_step
 
-    def counting(w, local, w0, recv, grad_at, optimizer, lr):
+    def counting(w, local, c, grad_at):
         def counted(v):
             calls.append(1)
             return grad_at(v)
 
-        return inner(w, local, w0, recv, counted, optimizer, lr)
+        return inner(w, local, c, counted)
 
     fed.algorithm.local_step = counting
     fed.engine.warmed_up = True  # count the round's own steps, not the untimed warm-up step
-    w = fed.fm.flat()
-    fed.train_round(1, w, fed.algorithm.init(w), w)
+    fed.round(fed.initial())
     assert len(calls) == 2 * 3 * 4  # 2 evaluations × K steps × 4 clients
 
 
@@ -186,9 +187,9 @@ def test_bytes_are_twice_fedavg_both_ways(engine):
     assert (clients["bytes_down"] == 4 * 2 * dim).all()  # x_t and d̄_t
 
 
-@pytest.mark.parametrize("a", [0, -0.1, 1.5, math.nan, math.inf, "0.2", True, None])
+@pytest.mark.parametrize("a", [0, -0.1, 1.5, math.nan, math.inf, True, None])
 def test_bad_a_raises_naming_the_value(a):
-    with pytest.raises(ConfigError, match="stem: a must") as err:
+    with pytest.raises(ConfigError, match="algorithm 'stem': a must") as err:
         stem_config(a=a)
     assert repr(a) in str(err.value)
 
@@ -202,7 +203,6 @@ def test_bad_weighting_and_unknown_option_raise():
 
 @pytest.mark.parametrize("optimizer, args", [("adam", {}), ("sgd", {"momentum": 0.9})])
 def test_client_optimizer_with_its_own_momentum_is_refused(optimizer, args):
-    cfg = stem_config(optimizer=optimizer, optimizer_args=args)
     with pytest.raises(ConfigError, match="stem takes its own local step") as err:
-        run(cfg, cache=False, progress=False)
+        stem_config(optimizer=optimizer, optimizer_args=args)  # refused when the algorithm is built
     assert ("Adam" if optimizer == "adam" else "momentum=0.9") in str(err.value)

@@ -1,17 +1,33 @@
 """TACO's eqs. 6–10 and 15 against hand-written NumPy, and the invariants of algorithms-seed §1.12."""
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
 import torch
 
 from fedkit import Config, ConfigError, run
-from fedkit.algorithms import make_algorithm
+from fedkit.algorithms import RoundInfo, Settings, make_algorithm
 from fedkit.algorithms.taco import tailored_coefficients, tailored_mean
-from fedkit.run import Federation
+from fedkit.engine import ClientInput
+from fedkit.federation import Federation
+from fedkit.layout import Layout
+from fedkit.models import QuadraticPoint
+from fedkit.optim import SGD
 from tests.test_algorithms import CURVATURES, W0, client_problem, final_weights, local_gd, toy_config
 
 ENGINES = ["sequential", "vectorized"]
 K, LR = 3, 0.15  # K·η_l = 0.45 ≠ 1, so unit mistakes in eqs. 8/9 show
+LAYOUT = Layout(QuadraticPoint((6,)))  # the toy model: one 2-vector of parameters
+
+
+def settings(num_clients, local_steps, rounds, lr=0.1, server_lr=1.0):
+    return Settings(num_clients=num_clients, clients_per_round=num_clients, rounds=rounds, local_steps=local_steps,
+                    server_lr=server_lr, optimizer=SGD(lr=lr))
+
+
+def round_info(t, clients, sizes, steps, lr=0.1):
+    return RoundInfo(t, clients=clients, sizes=sizes, steps=torch.full((len(clients),), float(steps)), lr=lr)
 
 
 def np_alpha(d):
@@ -98,15 +114,14 @@ def test_zero_uploads_do_not_divide_by_zero():
 
 
 def test_freeloader_counter_and_expulsion_eq10():
-    alg = make_algorithm("taco", kappa=0.5, lam=2)
-    alg.configure(num_clients=3, lr=0.1, server_lr=1.0, local_steps=2, rounds=10)
+    alg = make_algorithm("taco", settings(num_clients=3, local_steps=2, rounds=10), kappa=0.5, lam=2)
     w = torch.zeros(2)
-    state = alg.init(w)
+    state = alg.init(w, LAYOUT)
     clients = torch.arange(3)
     # client 0 uploads the mean direction with a small norm (α high); 1 and 2 disagree with each other
     ups = {"delta": -torch.tensor([[1.0, 1.0], [4.0, -1.0], [-1.0, 4.0]])}
     for t in range(3):
-        w, state, metrics = alg.aggregate(w, state, ups, clients, torch.ones(3))
+        w, state, metrics = alg.aggregate(w, state, ups, round_info(t + 1, clients, torch.ones(3), 2))
         alpha = metrics["alpha"]
         assert alpha[0] >= 0.5 > max(alpha[1], alpha[2])
         assert state["count"].tolist() == [min(t + 1, 3), 0, 0]
@@ -115,13 +130,12 @@ def test_freeloader_counter_and_expulsion_eq10():
 
 
 def test_expel_rule_strictly_more_than_lambda():
-    alg = make_algorithm("taco", kappa=0.5, lam=2, expel_rule=">")
-    alg.configure(num_clients=3, lr=0.1, server_lr=1.0, local_steps=2, rounds=10)
-    state, w = alg.init(torch.zeros(2)), torch.zeros(2)
+    alg = make_algorithm("taco", settings(num_clients=3, local_steps=2, rounds=10), kappa=0.5, lam=2, expel_rule=">")
+    state, w = alg.init(torch.zeros(2), LAYOUT), torch.zeros(2)
     ups = {"delta": -torch.tensor([[1.0, 1.0], [4.0, -1.0], [-1.0, 4.0]])}
     expelled = []
-    for _ in range(3):
-        w, state, _ = alg.aggregate(w, state, ups, torch.arange(3), torch.ones(3))
+    for t in range(3):
+        w, state, _ = alg.aggregate(w, state, ups, round_info(t + 1, torch.arange(3), torch.ones(3), 2))
         expelled.append(bool(state["expelled"][0]))
     assert expelled == [False, False, True]
 
@@ -131,12 +145,12 @@ def test_defaults_resolve_gamma_to_one_over_k_and_lambda_to_t_over_5():
     assert fed.algorithm.gamma == 0.25 and fed.algorithm.lam == 4
 
 
-@pytest.mark.parametrize("args,message", [({"gamma": -1}, "gamma must be ≥ 0, got -1"),
-                                          ({"lam": 0}, "lam must be > 0, got 0"),
+@pytest.mark.parametrize("args,message", [({"gamma": -1}, "gamma must lie in [0, inf), got -1"),
+                                          ({"lam": 0}, "lam must lie in (0, inf), got 0"),
                                           ({"expel_rule": "=="}, "expel_rule must be"),
                                           ({"alpha0": 2}, "alpha0 must lie in [0, 1], got 2")])
 def test_bad_hyper_parameters(args, message):
-    with pytest.raises(ConfigError, match=message.replace("[", r"\[").replace("]", r"\]")):
+    with pytest.raises(ConfigError, match=re.escape(message)):
         Config(algorithm="taco", algorithm_args=args)
 
 
@@ -175,7 +189,7 @@ def tailored_reference(b, a, rounds, step_extra, alpha0=0.1):
 @pytest.mark.parametrize("engine", ENGINES)
 def test_taco_enhanced_fedprox(engine):
     mu = 0.8
-    cfg = toy_config(engine=engine, algorithm="fedprox", algorithm_args={"mu": mu, "tailored": True},
+    cfg = toy_config(engine=engine, algorithm="tailored", algorithm_args={"base": "fedprox", "mu": mu},
                      rounds=3, local_steps=K, lr=LR)
     b, a, _ = client_problem(cfg)
     w, alpha = tailored_reference(b, a, 3, lambda y, anchor, scale: mu * scale * (y - anchor))
@@ -185,29 +199,30 @@ def test_taco_enhanced_fedprox(engine):
 
 
 def test_taco_enhanced_scaffold_scales_the_correction():
-    # with c = c_i = 0 in round 1 both variants coincide; afterwards they differ, and tailored=False is SCAFFOLD
+    # with c = c_i = 0 in round 1 both variants coincide; afterwards they differ, and plain "scaffold" is SCAFFOLD
     plain = final_weights(toy_config(algorithm="scaffold", rounds=1))
-    tailored = final_weights(toy_config(algorithm="scaffold", algorithm_args={"tailored": True}, rounds=1))
+    tailored = final_weights(toy_config(algorithm="tailored", algorithm_args={"base": "scaffold"}, rounds=1))
     np.testing.assert_array_equal(plain, tailored)
-    cfg = toy_config(algorithm="scaffold", algorithm_args={"tailored": True}, rounds=2)
+    cfg = toy_config(algorithm="tailored", algorithm_args={"base": "scaffold"}, rounds=2)
     fed = Federation(cfg)
-    w = fed.fm.flat()
-    state = fed.algorithm.init(w)
-    out = fed.train_round(1, w, state, w)
-    alpha = out.state["alpha"][torch.as_tensor(out.clients)]
-    g, c, c_i = torch.ones(2), out.state["c"], out.state["c_i"][0]
-    recv = {"c": c, "c_i": c_i, "alpha": alpha[0]}
-    torch.testing.assert_close(fed.algorithm.direction(g, w, w, recv), g + (1 - alpha[0]) * (c - c_i))
+    s = fed.initial()
+    w = s.w
+    out = fed.round(s)
+    alpha = out.after.server["tailored_alpha"][out.info.clients]
+    g, c, c_i = torch.ones(2), out.after.server["c"], out.after.kept["c_i"][0]
+    recv = {"c": c, "tailored_alpha": alpha[0]}
+    client = ClientInput(w, recv, {"c_i": c_i}, torch.tensor(float(K)), LR, 2)
+    torch.testing.assert_close(fed.algorithm.direction(g, w, client), g + (1 - alpha[0]) * (c - c_i))
 
 
 def test_correction_modes_of_the_local_step():
     g, delta = torch.tensor([1.0, -2.0]), torch.tensor([4.0, 2.0])
     recv = {"alpha": torch.tensor(0.25), "Delta": delta}
+    client = ClientInput(g, recv, {}, torch.tensor(3.0), 0.1, 1)
     expected = {"uniform": g + 0.5 * delta, "tailored": g + 0.5 * 0.75 * delta, "none": g}  # eq. 8 is "tailored"
     for mode, value in expected.items():
-        alg = make_algorithm("taco", gamma=0.5, correction=mode)
-        alg.configure(num_clients=2, lr=0.1, server_lr=1.0, local_steps=3, rounds=5)
-        torch.testing.assert_close(alg.direction(g, g, g, recv), value)
+        alg = make_algorithm("taco", settings(num_clients=2, local_steps=3, rounds=5), gamma=0.5, correction=mode)
+        torch.testing.assert_close(alg.direction(g, g, client), value)
     with pytest.raises(ConfigError, match="correction must be"):
         make_algorithm("taco", correction="partial")
 
@@ -219,9 +234,21 @@ def test_a_run_whose_clients_are_all_expelled_ends_early_and_says_why(tmp_path):
                      dataset_args={"centers": centers, "curvatures": CURVATURES})
     history = run(cfg, cache=tmp_path, progress=False)
     assert history.clients.groupby("client")["expelled"].max().all()
-    assert history.ended_early == "no eligible client left after round 1 (every client was expelled)"
+    assert history.ended_early == "no eligible client left after round 1 (every honest client was expelled)"
     assert history.rounds["round"].tolist() == [0, 1] and not history.diverged
     assert run(cfg, cache=tmp_path, progress=False).ended_early == history.ended_early  # kept by the cache
     # with evaluation every 5 rounds, the model training ended on (round 1's) is still evaluated
     sparse = run(cfg.replace(eval_every=5), cache=False, progress=False)
     assert sparse.rounds["test_loss"].tolist() == history.rounds["test_loss"].tolist()
+
+
+@pytest.mark.parametrize("engine", ["sequential", "vectorized"])
+def test_a_run_ends_when_only_freeloaders_remain_eligible(engine):
+    # round 1 expels the two honest clients sampled with the freeloaders; no honest client is left to train
+    centers = [[5.0, 4.0], [6.0, 7.0], [4.0, 6.0], [7.0, 5.0]]
+    cfg = toy_config(algorithm="taco", algorithm_args={"kappa": 1e-9, "lam": 1}, local_steps=2, rounds=3,
+                     dataset_args={"centers": centers, "curvatures": CURVATURES}, engine=engine,
+                     threat="freeloaders", threat_args={"count": 2})
+    history = run(cfg, cache=False, progress=False)
+    assert history.ended_early is not None and "every honest client was expelled" in history.ended_early
+    assert history.rounds["round"].iloc[-1] < 3 and not history.diverged

@@ -64,7 +64,9 @@ class SequentialEngine(Engine):
     warmed_up = False
 
     def train(self, clients, plans, buffers, trace=False):
-        if not self.warmed_up and plans:
+        if not plans:
+            return RoundResult({}, {}, torch.zeros(0), [])
+        if not self.warmed_up:
             self._warm_up(_pick(clients, 0), plans[0], {k: v[0] for k, v in buffers.items()})
         uploads, kept, losses, seconds, after, paths = [], [], [], [], [], []
         for j, plan in enumerate(plans):
@@ -124,6 +126,8 @@ class VectorizedEngine(Engine):
     def train(self, clients, plans, buffers, trace=False):
         if trace:
             raise ConfigError("tracing local paths needs engine='sequential'")
+        if not plans:
+            return RoundResult({}, {}, torch.zeros(0), [])
         self._sync()
         start = time.perf_counter()
         n, device = len(plans), clients.w0.device
