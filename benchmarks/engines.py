@@ -13,10 +13,10 @@ import time
 import numpy as np
 import torch
 
-from fedkit.algorithms import make_algorithm
-from fedkit.engine import ENGINES, FlatModel, make_plan
+from fedkit.algorithms import RoundInfo, Settings, make_algorithm
+from fedkit.engine import ENGINES, ClientInput, FlatModel, make_plan
 from fedkit.models import build_model
-from fedkit.optim import make_optimizer
+from fedkit.optim import SGD
 
 SHAPES = {"cnn": (1, 28, 28), "mlp": (123,), "lenet5": (1, 28, 28), "fc500": (1, 28, 28)}
 
@@ -39,20 +39,27 @@ def main():
     rng = np.random.default_rng(0)
     plans = [make_plan(i, parts[i], args.batch, args.steps, rng) for i in range(args.clients)]
     fm = FlatModel(build_model(args.model, shape, 10))
-    algorithm = make_algorithm(args.algorithm)
-    algorithm.configure(num_clients=args.clients, lr=0.01, server_lr=1.0)
+    algorithm = make_algorithm(args.algorithm, Settings(num_clients=args.clients, local_steps=args.steps,
+                                                        optimizer=SGD(lr=0.01)))
     w0 = fm.flat()
-    recv = algorithm.message(w0, algorithm.init(w0), torch.arange(args.clients))
+    ids, steps = torch.arange(args.clients), torch.full((args.clients,), float(args.steps))
+    info = RoundInfo(1, ids, torch.full((args.clients,), per_client), steps, 0.01)
+    state = algorithm.init(w0, fm.layout)
+    kept = {k: v.expand(args.clients, *v.shape) for k, v in algorithm.client_init(w0).items()}
+    clients = ClientInput(algorithm.broadcast(w0, state).expand(args.clients, -1),
+                          algorithm.message(w0, state, info), kept, steps, 0.01, 1)
+    pick = lambda j: ClientInput(clients.w0[:j], {k: v[:j] for k, v in clients.recv.items()},  # noqa: E731
+                                 {k: v[:j] for k, v in kept.items()}, steps[:j], 0.01, 1)
     print(f"{args.model} ({fm.dim:,} parameters), {args.clients} clients × {args.steps} steps × batch "
           f"{args.batch}, torch {torch.__version__}, {torch.get_num_threads()} threads")
     medians = {}
     for name, engine_cls in ENGINES.items():
-        engine = engine_cls(fm, algorithm, make_optimizer("sgd"), "classification", x, y)
-        engine.train(w0, recv, plans[:2], 0.01)  # warm-up
+        engine = engine_cls(fm, algorithm, "classification", x, y)
+        engine.train(pick(2), plans[:2], {})  # warm-up
         times = []
         for _ in range(args.repeats):
             start = time.perf_counter()
-            engine.train(w0, recv, plans, 0.01)
+            engine.train(clients, plans, {})
             times.append(time.perf_counter() - start)
         medians[name] = statistics.median(times)
         print(f"  {name:<11} {medians[name]:.3f} s/round  (runs: {', '.join(f'{t:.3f}' for t in times)})")

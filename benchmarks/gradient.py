@@ -14,9 +14,8 @@ import time
 import torch
 
 from fedkit.algorithms import make_algorithm
-from fedkit.engine import FlatModel, make_client_step
+from fedkit.engine import ClientInput, FlatModel, make_client_step
 from fedkit.models import build_model
-from fedkit.optim import make_optimizer
 
 MODELS = {  # name: (model options, input shape, classes, a batch of inputs)
     "cnn": ({}, (1, 28, 28), 10, lambda: torch.rand(64, 1, 28, 28)),
@@ -34,17 +33,18 @@ def main():
     for name, (options, shape, classes, batch) in MODELS.items():
         fm = FlatModel(build_model(name, shape, classes, **options))
         x, y, mask = batch(), torch.randint(0, classes, (64,)), torch.ones(64)
-        algorithm, optimizer = make_algorithm("fedavg"), make_optimizer("sgd")
+        algorithm = make_algorithm("fedavg")
         w0 = fm.flat()
-        steps = {"func.grad": make_client_step(fm, algorithm, optimizer, "classification", vectorized=True),
-                 "autograd": make_client_step(fm, algorithm, optimizer, "classification", vectorized=False)}
+        c = ClientInput(w0, {}, {}, torch.tensor(float(args.steps)), 0.01, 1)
+        steps = {"func.grad": make_client_step(fm, algorithm, "classification", vectorized=True),
+                 "autograd": make_client_step(fm, algorithm, "classification", vectorized=False)}
         times = {kind: [] for kind in steps}
         for _ in range(args.repeats):  # interleaved, so that a slow spell of the machine hits both
             for kind, step in steps.items():
-                w, local = w0.clone(), optimizer.init(w0)
+                w, local = algorithm.local_init(c)
                 start = time.perf_counter()
                 for _ in range(args.steps):
-                    w, local, _ = step(w, local, w0, {}, x, y, mask, 0.01, {})
+                    w, local, _ = step(w, local, c, x, y, mask, {})
                 times[kind].append(1e3 * (time.perf_counter() - start) / args.steps)
         med = {kind: statistics.median(t) for kind, t in times.items()}
         print(f"  {name:<5} func.grad {med['func.grad']:.2f} ms/step, autograd {med['autograd']:.2f} ms/step "

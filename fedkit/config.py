@@ -13,8 +13,9 @@ from typing import Any
 from .errors import ConfigError
 
 ENGINES = ("sequential", "vectorized")
-ALIASES = {"learning_rate": "lr", "local_lr": "lr", "client_lr": "lr", "global_lr": "server_lr", "epochs": "local_epochs",
-           "clients": "num_clients", "steps": "local_steps", "batch": "batch_size", "optimiser": "optimizer"}
+ALIASES = {"learning_rate": "lr", "local_lr": "lr", "client_lr": "lr", "global_lr": "server_lr",
+           "epochs": "local_epochs", "clients": "num_clients", "steps": "local_steps", "batch": "batch_size",
+           "optimiser": "optimizer"}
 
 
 @dataclass(frozen=True)

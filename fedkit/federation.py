@@ -131,7 +131,7 @@ class Federation:
 
     def round(self, s: FedState, trace: bool = False) -> Round:
         """Round s.t + 1 from state s: sample, send, train locally, aggregate."""
-        alg, cfg, t = self.algorithm, self.cfg, s.t + 1
+        alg, t = self.algorithm, s.t + 1
         clients = self.sample(t, s.server)
         ids = torch.as_tensor(clients, device=self.device)
         trains = self.threat.trains(clients)

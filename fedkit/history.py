@@ -52,8 +52,9 @@ class History:
                 frame.to_parquet(path, index=False) if fmt == "parquet" else frame.to_csv(path, index=False)
                 digests[f"{name}.{fmt}"] = _sha256(path)
         with replacing(directory / "meta.json") as path:  # last: a reader that sees it sees complete files
-            path.write_text(json.dumps({"config": self.config, "diverged": self.diverged, "ended_early": self.ended_early,
-                                        "format": fmt, "sha256": digests}, indent=1, default=str))
+            path.write_text(json.dumps({"config": self.config, "diverged": self.diverged,
+                                        "ended_early": self.ended_early, "format": fmt, "sha256": digests},
+                                       indent=1, default=str))
         return directory
 
     @classmethod

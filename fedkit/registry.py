@@ -93,7 +93,8 @@ def _number(what: str, value, kind: type):
         try:
             value = float(value) if kind is float else int(value)
         except ValueError:
-            raise ConfigError(f"{what} must be {'a number' if kind is float else 'an integer'}, got {value!r}") from None
+            kind_name = "a number" if kind is float else "an integer"
+            raise ConfigError(f"{what} must be {kind_name}, got {value!r}") from None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or (kind is int and not isinstance(value, int)):
         raise ConfigError(f"{what} must be {'a number' if kind is float else 'an integer'}, got {value!r}")
     if not math.isfinite(value):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from functools import partial
 
 import torch
 from torch.func import vmap
@@ -149,7 +150,7 @@ class VectorizedEngine(Engine):
                 w, local = w_new, local_new
             else:
                 w = _where_active(active, w_new, w)
-                local = tree_map(lambda new, old: _where_active(active, new, old), local_new, local)
+                local = tree_map(partial(_where_active, active), local_new, local)
             loss_sum = loss_sum + torch.where(active, loss, torch.zeros_like(loss))
         uploads, kept = self.vfinal(w, local, clients)
         self._sync()
