@@ -29,21 +29,24 @@ def main():
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--device", default="cpu")
     args = parser.parse_args()
 
     torch.manual_seed(0)
     shape, per_client = SHAPES[args.model], 500
     n = args.clients * per_client
-    x, y = torch.rand(n, *shape), torch.randint(0, 10, (n,))
+    device = torch.device(args.device)
+    x, y = torch.rand(n, *shape, device=device), torch.randint(0, 10, (n,), device=device)
     parts = np.arange(n).reshape(args.clients, per_client)
     rng = np.random.default_rng(0)
     plans = [make_plan(i, parts[i], args.batch, args.steps, rng) for i in range(args.clients)]
-    fm = FlatModel(build_model(args.model, shape, 10))
+    fm = FlatModel(build_model(args.model, shape, 10).to(device))
     algorithm = make_algorithm(args.algorithm, Settings(num_clients=args.clients, local_steps=args.steps,
                                                         optimizer=SGD(lr=0.01)))
     w0 = fm.flat()
-    ids, steps = torch.arange(args.clients), torch.full((args.clients,), float(args.steps))
-    info = RoundInfo(1, ids, torch.full((args.clients,), per_client), steps, 0.01)
+    ids = torch.arange(args.clients, device=device)
+    steps = torch.full((args.clients,), float(args.steps), device=device)
+    info = RoundInfo(1, ids, torch.full((args.clients,), per_client, device=device), steps, 0.01)
     state = algorithm.init(w0, fm.layout)
     kept = {k: v.expand(args.clients, *v.shape) for k, v in algorithm.client_init(w0).items()}
     clients = ClientInput(algorithm.broadcast(w0, state).expand(args.clients, -1),
@@ -51,7 +54,7 @@ def main():
     pick = lambda j: ClientInput(clients.w0[:j], {k: v[:j] for k, v in clients.recv.items()},  # noqa: E731
                                  {k: v[:j] for k, v in kept.items()}, steps[:j], 0.01, 1)
     print(f"{args.model} ({fm.dim:,} parameters), {args.clients} clients × {args.steps} steps × batch "
-          f"{args.batch}, torch {torch.__version__}, {torch.get_num_threads()} threads")
+          f"{args.batch}, torch {torch.__version__}, {torch.get_num_threads()} threads, {device}")
     medians = {}
     for name, engine_cls in ENGINES.items():
         engine = engine_cls(fm, algorithm, "classification", x, y)
@@ -59,7 +62,7 @@ def main():
         times = []
         for _ in range(args.repeats):
             start = time.perf_counter()
-            engine.train(clients, plans, {})
+            engine.train(clients, plans, {})  # the engines synchronise a CUDA device before they return
             times.append(time.perf_counter() - start)
         medians[name] = statistics.median(times)
         print(f"  {name:<11} {medians[name]:.3f} s/round  (runs: {', '.join(f'{t:.3f}' for t in times)})")
