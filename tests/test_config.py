@@ -111,8 +111,9 @@ def test_cli_reads_a_yaml_config_and_options_override_it(tmp_path, capsys):
     from fedkit import History
     (run_dir,) = tmp_path.glob("fedavg-*")
     assert History.load(run_dir).config["rounds"] == 1
-    assert main(["run", "--config", str(tmp_path / "missing.yaml")]) == 2
-    assert "missing.yaml" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as stop:  # refused while the command line is read
+        main(["run", "--config", str(tmp_path / "missing.yaml")])
+    assert stop.value.code == 2 and "missing.yaml" in capsys.readouterr().err
 
 
 def test_cli_list_names_every_registry(capsys):

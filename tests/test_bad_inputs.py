@@ -1,0 +1,242 @@
+"""The bad-input matrix: every row is an input fedkit must refuse with one line naming what is wrong.
+
+A row is (id, input, expected error class, regex, files). The input is a function of a tmp folder that
+already holds ``files`` (relative path -> text or bytes); it must raise the error class, whose message is
+one line matching the regex (re.search). ``cli(...)`` rows run the ``fedkit`` command (training disabled:
+a bad input must be refused before anything trains) and raise CliRefused with the line the command printed.
+To add a case, add a row.
+"""
+from __future__ import annotations
+
+import contextlib
+import gzip
+import io
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from unittest import mock
+
+import numpy as np
+import pytest
+
+import fedkit.cli
+from fedkit import Config, ConfigError
+from fedkit.data import load_dataset
+from fedkit.errors import DataFileError
+
+
+@dataclass
+class Row:
+    id: str
+    input: Callable[[Path], object]  # called with a tmp folder holding ``files``; must raise ``error``
+    error: type[BaseException]
+    message: str  # regex the one-line message must match
+    files: dict[str, str | bytes] = field(default_factory=dict)
+
+
+class CliRefused(Exception):
+    """The command exited with status 2 after printing exactly one line, ``fedkit: error: ...``."""
+
+
+def cli(*argv: str) -> Callable[[Path], None]:
+    """The input ``fedkit ARGV`` ("{tmp}" in an argument becomes the tmp folder)."""
+    def call(tmp: Path):
+        stderr = io.StringIO()
+        trained = mock.Mock(side_effect=AssertionError("training started before the input was refused"))
+        with contextlib.redirect_stderr(stderr), contextlib.redirect_stdout(io.StringIO()), \
+                mock.patch.object(fedkit.cli, "_train", trained):
+            try:
+                status = fedkit.cli.main([a.format(tmp=tmp) for a in argv])
+            except SystemExit as e:  # argparse's own errors
+                status = e.code
+        lines = stderr.getvalue().splitlines()
+        assert status == 2 and len(lines) == 1 and lines[0].startswith("fedkit: error: "), stderr.getvalue()
+        raise CliRefused(lines[0])
+    return call
+
+
+def config(**values) -> Callable[[Path], object]:
+    """The input ``Config(**values)``."""
+    return lambda tmp: Config(**values)
+
+
+def load(name: str) -> Callable[[Path], object]:
+    """The input ``load_dataset(name)`` with the tmp folder as data root."""
+    return lambda tmp: load_dataset(name, root=tmp, download=False)
+
+
+# ---- data files in their canonical formats ---------------------------------------------------------------
+
+def idx(array: np.ndarray) -> bytes:
+    return bytes([0, 0, 0x08, array.ndim]) + np.array(array.shape, ">u4").tobytes() + array.tobytes()
+
+
+IMAGES, LABELS = idx(np.zeros((3, 28, 28), np.uint8)), idx(np.zeros(3, np.uint8))
+
+
+MNIST = {"train_images": "train-images-idx3-ubyte.gz", "train_labels": "train-labels-idx1-ubyte.gz",
+         "test_images": "t10k-images-idx3-ubyte.gz", "test_labels": "t10k-labels-idx1-ubyte.gz"}
+
+
+def mnist(**broken: bytes) -> dict[str, bytes]:
+    """A gzipped MNIST set of 3 + 3 blank images, with the files named in ``broken`` replaced."""
+    files = {key: gzip.compress(IMAGES if key.endswith("images") else LABELS) for key in MNIST} | broken
+    return {f"mnist/{MNIST[key]}": data for key, data in files.items()}
+
+
+ADULT_ROW = ("39, State-gov, 77516, Bachelors, 13, Never-married, Adm-clerical, Not-in-family, White, Male, "
+             "2174, 0, 40, United-States, <=50K")
+
+
+def adult(data: str | bytes) -> dict[str, str | bytes]:
+    return {"adult/adult.data": data, "adult/adult.test": ADULT_ROW + ".\n"}
+
+
+def femnist(train: str | bytes) -> dict[str, str | bytes]:
+    good = {"users": ["u"], "num_samples": [1], "user_data": {"u": {"x": [[0.0] * 784], "y": [1]}}}
+    return {"femnist_leaf/train/a.json": train, "femnist_leaf/test/a.json": json.dumps(good)}
+
+
+def npz(**arrays) -> bytes:
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    return buffer.getvalue()
+
+
+CIFAR = dict(x_train=np.zeros((2, 32, 32, 3), np.uint8), y_train=np.zeros(2, np.uint8),
+             x_test=np.zeros((1, 32, 32, 3), np.uint8), y_test=np.zeros(1, np.uint8))
+NPZ = "cifar10_convnetjs/cifar10_convnetjs_subset.npz"
+TRAIN_IMAGES = r"mnist: \S+/mnist/train-images-idx3-ubyte\.gz "
+REDOWNLOAD = r"Fix: delete the file and run again with FEDKIT_DOWNLOAD=1"
+REPLACE = r"Fix: replace the file with an intact copy"
+
+ROWS = [
+    # ---- fedkit run: the config file ----
+    Row("run: malformed YAML", cli("run", "--config", "{tmp}/c.yaml"), CliRefused,
+        r"--config: config file '\S+/c\.yaml' is not valid YAML: expected ',' or ']', but got '<stream end>'",
+        {"c.yaml": "rounds: [1, 2\n"}),
+    Row("run: tab in YAML", cli("run", "--config", "{tmp}/c.yaml"), CliRefused,
+        r"config file '\S+/c\.yaml' is not valid YAML: found character '\\t'.*line 2, column 1",
+        {"c.yaml": "partition_args:\n\tphi: 0.1\n"}),
+    Row("run: binary config file", cli("run", "--config", "{tmp}/c.yaml"), CliRefused,
+        r"config file '\S+/c\.yaml' is not UTF-8 text \(byte 0x8b at position 1\): is it a binary file\?",
+        {"c.yaml": gzip.compress(b"rounds: 3")}),
+    Row("run: folder as config file", cli("run", "--config", "{tmp}"), CliRefused,
+        r"--config: cannot read config file '\S+': Is a directory"),
+    Row("run: missing config file", cli("run", "--config", "{tmp}/nope.yaml"), CliRefused,
+        r"cannot read config file '\S+/nope\.yaml': No such file or directory"),
+    Row("run: config file not a mapping", cli("run", "--config", "{tmp}/c.yaml"), CliRefused,
+        r"config file '\S+/c\.yaml' must hold a mapping of config fields .*got a list",
+        {"c.yaml": "- rounds\n- 3\n"}),
+    Row("run: unknown field in config file", cli("run", "--config", "{tmp}/c.yaml"), CliRefused,
+        r"unknown config field\(s\) \['colour'\]", {"c.yaml": "colour: red\n"}),
+    # ---- fedkit run: options ----
+    Row("run: unparseable option value", cli("run", "--partition-args", "{{phi: 0.1"), CliRefused,
+        r"argument --partition-args: '\{phi: 0\.1' is not valid YAML: expected ',' or '\}'"),
+    Row("run: unknown option", cli("run", "--colour", "red"), CliRefused, r"unrecognized arguments: --colour red"),
+    Row("run: learning rate not a number", cli("run", "--lr", "fast"), CliRefused,
+        r"lr must be a finite number > 0, got 'fast'"),
+    Row("run: second algorithm unknown", cli("run", "--algorithm", "fedavg,fedavgg"), CliRefused,
+        r"unknown algorithm 'fedavgg'"),
+    Row("run: targets not numbers", cli("run", "--targets", "high"), CliRefused,
+        r"argument --targets: must be a list of accuracies in \(0, 1\].*got 'high'"),
+    Row("run: target outside (0, 1]", cli("run", "--targets", "[0.5, 80]"), CliRefused,
+        r"argument --targets: must be a list of accuracies in \(0, 1\]"),
+    Row("run: --out is a file", cli("run", "--out", "{tmp}/runs"), CliRefused,
+        r"argument --out: '\S+/runs' is a file, not a folder", {"runs": "not a folder"}),
+    Row("run: --out below a file", cli("run", "--out", "{tmp}/runs/sub"), CliRefused,
+        r"argument --out: '\S+/runs/sub' lies under '\S+/runs', which is a file", {"runs": "not a folder"}),
+    # ---- fedkit figures ----
+    Row("figures: jobs 0", cli("figures", "--jobs", "0"), CliRefused, r"argument --jobs: must be an integer ≥ 1"),
+    Row("figures: unknown scale", cli("figures", "--scale", "huge"), CliRefused,
+        r"argument --scale: invalid choice: 'huge'"),
+    Row("figures: missing notebook", cli("figures", "{tmp}/nope.ipynb"), CliRefused,
+        r"no notebook or folder at '\S+/nope\.ipynb'"),
+    # ---- data files: IDX (mnist, fashion_mnist) ----
+    Row("mnist: truncated .gz", load("mnist"), DataFileError,
+        TRAIN_IMAGES + r"cannot be read \(Compressed file ended before.*" + REDOWNLOAD,
+        mnist(train_images=gzip.compress(IMAGES)[:-30])),
+    Row("mnist: .gz that is not gzip", load("mnist"), DataFileError,
+        TRAIN_IMAGES + r"cannot be read \(Not a gzipped file.*" + REDOWNLOAD, mnist(train_images=IMAGES)),
+    Row("mnist: .gz with a bad checksum", load("mnist"), DataFileError, TRAIN_IMAGES + r"cannot be read \(CRC check",
+        mnist(train_images=gzip.compress(IMAGES)[:-8] + b"\0\0\0\0" + gzip.compress(IMAGES)[-4:])),
+    Row("mnist: not IDX", load("mnist"), DataFileError, TRAIN_IMAGES + r"is not an IDX file \(bad magic number",
+        mnist(train_images=gzip.compress(b"<html>404</html>"))),
+    Row("mnist: truncated IDX header", load("mnist"), DataFileError, TRAIN_IMAGES + r"is truncated",
+        mnist(train_images=gzip.compress(IMAGES[:9]))),
+    Row("mnist: truncated IDX data", load("mnist"), DataFileError,
+        TRAIN_IMAGES[:-1] + r": header says shape \(3, 28, 28\) but 2000 data bytes follow",
+        mnist(train_images=gzip.compress(IMAGES[:2016]))),
+    Row("mnist: images and labels of different sets", load("mnist"), DataFileError,
+        r"train-images-idx3-ubyte\.gz holds 3 images but \S+/train-labels-idx1-ubyte\.gz 2 labels",
+        mnist(train_labels=gzip.compress(idx(np.zeros(2, np.uint8))))),
+    # ---- data files: UCI Adult CSV ----
+    Row("adult: binary file", load("adult"), DataFileError,
+        r"adult: \S+/adult/adult\.data cannot be read as UTF-8 text.*" + REPLACE, adult(gzip.compress(b"x"))),
+    Row("adult: truncated row", load("adult"), DataFileError,
+        r"adult: \S+/adult/adult\.data:2: expected 15 comma-separated fields, got 4", adult(ADULT_ROW + "\n1,2,3,4")),
+    Row("adult: empty file", load("adult"), DataFileError, r"adult\.data holds no data rows.*" + REPLACE, adult("")),
+    Row("adult: non-integer age", load("adult"), DataFileError, r"adult\.data: column 'age' holds a non-integer",
+        adult(ADULT_ROW.replace("39", "old"))),
+    # ---- data files: LEAF json shards ----
+    Row("femnist: truncated json", load("femnist"), DataFileError,
+        r"femnist: \S+/train/a\.json is not valid JSON \(.*char 17\).*" + REPLACE, femnist('{"users": ["u"], "num')),
+    Row("femnist: json not a shard", load("femnist"), DataFileError,
+        r"\S+/train/a\.json is not a LEAF shard \(a JSON object", femnist("[1, 2]")),
+    Row("femnist: shard without user_data", load("femnist"), DataFileError,
+        r"\S+/train/a\.json is not a LEAF shard \(missing or malformed 'user_data'\)",
+        femnist(json.dumps({"users": ["u"]}))),
+    Row("femnist: sample of the wrong size", load("femnist"), DataFileError,
+        r"a shard of \S+/femnist_leaf/train holds malformed samples \(user 'u' has a sample that is not a list of 784",
+        femnist(json.dumps({"users": ["u"], "user_data": {"u": {"x": [[0.0] * 9], "y": [1]}}}))),
+    Row("femnist: pixels that are not numbers", load("femnist"), DataFileError,
+        r"a shard of \S+/femnist_leaf/train holds malformed samples",
+        femnist(json.dumps({"users": ["u"], "user_data": {"u": {"x": [["a"] * 784], "y": [1]}}}))),
+    # ---- data files: npz (cifar10_subset) ----
+    Row("cifar10_subset: not an npz", load("cifar10_subset"), DataFileError,
+        r"cifar10_subset: \S+/cifar10_convnetjs_subset\.npz is not a readable npz.*" + REPLACE, {NPZ: b"\x93NUMPY?"}),
+    Row("cifar10_subset: truncated npz", load("cifar10_subset"), DataFileError,
+        r"cifar10_convnetjs_subset\.npz is not a readable npz", {NPZ: npz(**CIFAR)[:3000]}),
+    Row("cifar10_subset: array missing", load("cifar10_subset"), DataFileError,
+        r"cifar10_convnetjs_subset\.npz is not a readable npz of x_train.*KeyError",
+        {NPZ: npz(**{k: v for k, v in CIFAR.items() if k != "y_test"})}),
+    # ---- hyper-parameters: checked from the constructors' annotations (fedkit/registry.py) ----
+    *[Row(f"{name}: {args}", config(algorithm=name, algorithm_args=args), ConfigError, message)
+      for name, args, message in [
+          ("fedprox", {"mu": "abc"}, r"algorithm 'fedprox': mu must be a number, got 'abc'"),
+          ("fedprox", {"mu": float("inf")}, r"mu must be finite, got inf"),
+          ("scaffold", {"alpha": "one"}, r"alpha must be a number, got 'one'"),
+          ("taco", {"kappa": 1.5}, r"kappa must lie in \[0, 1\], got 1\.5"),
+          ("taco", {"kappa": "high"}, r"kappa must be a number, got 'high'"),
+          ("taco", {"gamma": "0.1x"}, r"gamma must be a number, got '0\.1x'"),
+          ("taco", {"alpha0": "0.1x"}, r"alpha0 must be a number, got '0\.1x'"),
+          ("taco", {"detect": "false"}, r"detect must be true or false, got 'false'"),
+          ("taco", {"alpha0": True}, r"alpha0 must be a number, got True"),
+          ("tailored", {"base": "fedprox", "mu": "no way"}, r"algorithm 'fedprox': mu must be a number"),
+          ("fedacg", {"prox": "both"}, r"prox must be one of 'paper', 'code', got 'both'"),
+      ]],
+    Row("sgd: momentum 0.9x", config(optimizer="sgd", optimizer_args={"momentum": "0.9x"}), ConfigError,
+        r"optimizer 'sgd': momentum must be a number, got '0\.9x'"),
+    Row("adam: eps nan", config(optimizer="adam", optimizer_args={"eps": float("nan")}), ConfigError,
+        r"optimizer 'adam': eps must be finite, got nan"),
+    Row("config: unknown keyword", config(learning_rate=0.05), ConfigError,
+        r"unknown config field\(s\) \['learning_rate'\] \(did you mean 'lr'\?\)"),
+]
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[row.id for row in ROWS])
+def test_bad_input_is_refused_in_one_line(row: Row, tmp_path: Path):
+    for name, data in row.files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_bytes(data.encode() if isinstance(data, str) else data)
+    with pytest.raises(row.error) as e:
+        row.input(tmp_path)
+    message = str(e.value)
+    assert "\n" not in message, message
+    assert re.search(row.message, message), f"{message!r} does not match {row.message!r}"
+
+
+def test_row_ids_are_unique():
+    assert len({row.id for row in ROWS}) == len(ROWS)
