@@ -1,0 +1,58 @@
+"""Seed sweeps: the same configs over several seeds (each seed a run, cached like any run), as one tidy frame with
+mean ± std per method and round. The papers report mean ± std over runs; one seed cannot separate methods whose
+gap is smaller than the seed-to-seed spread."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .config import Config
+from .history import History
+from .runner import run
+
+
+def run_seeds(configs: dict[str, Config], seeds, **run_args) -> dict[tuple[str, int], History]:
+    """Every labelled config at every seed, keyed (label, seed); ``run_args`` go to ``run`` (cache, progress)."""
+    run_args.setdefault("progress", False)
+    return {(label, int(seed)): run(cfg.replace(seed=int(seed)), **run_args)
+            for label, cfg in configs.items() for seed in seeds}
+
+
+def tidy(histories: dict[tuple[str, int], History], column: str = "test_accuracy") -> pd.DataFrame:
+    """One row per (method, seed, round): ``column`` and whether that run diverged."""
+    frames = [h.rounds[["round", column]].assign(method=label, seed=seed, diverged=h.diverged)
+              for (label, seed), h in histories.items()]
+    return pd.concat(frames, ignore_index=True)[["method", "seed", "round", column, "diverged"]]
+
+
+def finals(histories: dict[tuple[str, int], History]) -> pd.DataFrame:
+    """One row per (method, seed): final accuracy (NaN if diverged), last round trained, why it ended early."""
+    return pd.DataFrame([{"method": label, "seed": seed, "final_accuracy": h.final_accuracy, "diverged": h.diverged,
+                          "rounds": int(h.rounds["round"].iloc[-1]), "ended_early": h.ended_early}
+                         for (label, seed), h in histories.items()])
+
+
+def mean_std(frame: pd.DataFrame, value: str, by=("method",)) -> pd.DataFrame:
+    """mean, std (ddof 1; NaN for one seed), min, max and the number of seeds of ``value`` per group; a diverged
+    seed's NaN counts as missing, and ``diverged`` says how many seeds diverged."""
+    groups = frame.groupby(list(by), sort=False)
+    out = groups[value].agg(["mean", "std", "min", "max", "count"])
+    if "diverged" in frame:
+        out["diverged"] = groups["diverged"].sum().astype(int)
+    return out.rename(columns={"count": "seeds"})
+
+
+def pm(mean: float, std: float, scale: float = 100.0, digits: int = 2) -> str:
+    """'84.06 ± 0.31' (× ``scale``); without a spread (one seed) just the mean; '×' for NaN."""
+    if np.isnan(mean):
+        return "×"
+    return f"{scale * mean:.{digits}f}" + ("" if np.isnan(std) else f" ± {scale * std:.{digits}f}")
+
+
+def separated(a: pd.Series, b: pd.Series) -> bool | None:
+    """Whether two methods' per-seed values are decidably ordered: every seed of one above every seed of the other
+    (True), or not (False); None with fewer than two seeds each, where no verdict is possible."""
+    a, b = a.dropna(), b.dropna()
+    if len(a) < 2 or len(b) < 2:
+        return None
+    return bool(a.min() > b.max() or b.min() > a.max())

@@ -1,0 +1,49 @@
+"""Seed sweeps: tidy frames, mean ± std by hand, verdicts only where the seeds separate the methods."""
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from fedkit import Config, History
+from fedkit.seeds import finals, mean_std, pm, run_seeds, separated, tidy
+
+
+def history(accuracies, diverged=False):
+    rounds = pd.DataFrame({"round": range(len(accuracies)), "test_accuracy": accuracies})
+    return History({}, rounds, pd.DataFrame(), diverged)
+
+
+def test_mean_std_over_seeds_by_hand():
+    runs = {("A", 0): history([0.1, 0.5]), ("A", 1): history([0.1, 0.7]), ("A", 2): history([0.1, 0.6]),
+            ("B", 0): history([0.1, 0.4]), ("B", 1): history([0.1, np.nan], diverged=True)}
+    frame = tidy(runs)
+    assert len(frame) == 10 and list(frame.columns) == ["method", "seed", "round", "test_accuracy", "diverged"]
+    last = mean_std(frame[frame["round"] == 1], "test_accuracy")
+    assert last.loc["A", "mean"] == pytest.approx(0.6) and last.loc["A", "std"] == pytest.approx(0.1)  # ddof 1
+    assert last.loc["A", "seeds"] == 3 and last.loc["B", "seeds"] == 1 and last.loc["B", "diverged"] == 1
+    assert np.isnan(last.loc["B", "std"])
+    per_round = mean_std(frame, "test_accuracy", by=("method", "round"))
+    assert per_round.loc[("A", 0), "mean"] == pytest.approx(0.1)
+    final = finals(runs).set_index(["method", "seed"])
+    assert np.isnan(final.loc[("B", 1), "final_accuracy"]) and final.loc[("A", 1), "final_accuracy"] == 0.7
+    assert pm(0.6, 0.1) == "60.00 ± 10.00" and pm(0.4, np.nan) == "40.00" and pm(np.nan, np.nan) == "×"
+
+
+def test_a_verdict_needs_seeds_that_separate():
+    assert separated(pd.Series([0.8, 0.82]), pd.Series([0.7, 0.75])) is True
+    assert separated(pd.Series([0.8, 0.72]), pd.Series([0.7, 0.75])) is False  # the spreads overlap
+    assert separated(pd.Series([0.8]), pd.Series([0.7, 0.75])) is None  # one seed: no verdict
+
+
+def test_each_seed_is_a_cached_run(tmp_path, monkeypatch):
+    base = Config(dataset="digits", partition="iid", partition_args={}, num_clients=4, model="mlp",
+                  model_args={"hidden": [8]}, rounds=1, local_steps=2, batch_size=16, lr=0.3)
+    configs = {"FedAvg": base, "FedProx": base.replace(algorithm="fedprox")}
+    runs = run_seeds(configs, [0, 1], cache=tmp_path)
+    assert sorted(runs) == [("FedAvg", 0), ("FedAvg", 1), ("FedProx", 0), ("FedProx", 1)]
+    assert runs["FedAvg", 0].config["seed"] == 0 and runs["FedAvg", 1].config["seed"] == 1
+    assert runs["FedAvg", 0].rounds["train_loss"].iloc[1] != runs["FedAvg", 1].rounds["train_loss"].iloc[1]
+    monkeypatch.setattr(sys.modules["fedkit.runner"], "Federation", lambda cfg: pytest.fail("retrained"))
+    again = run_seeds(configs, [0, 1], cache=tmp_path)
+    pd.testing.assert_frame_equal(again["FedProx", 1].rounds, runs["FedProx", 1].rounds, check_dtype=False)
