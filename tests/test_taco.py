@@ -252,3 +252,17 @@ def test_a_run_ends_when_only_freeloaders_remain_eligible(engine):
     history = run(cfg, cache=False, progress=False)
     assert history.ended_early is not None and "every honest client was expelled" in history.ended_early
     assert history.rounds["round"].iloc[-1] < 3 and not history.diverged
+
+
+def test_alpha_bar_over_the_clients_still_in():
+    # eq. 14 after an expulsion: ᾱ over the round's clients, or over those not expelled by it
+    info = RoundInfo(1, torch.arange(3), torch.ones(3), torch.full((3,), 2.0), 0.1)
+    ups = {"delta": -torch.tensor([[1.0, 0.0], [1.0, 0.1], [-1.0, 0.0]])}  # eq. 5: d = [[1, 0], [1, .1], [-1, 0]]
+    alpha = tailored_coefficients(-ups["delta"])
+    assert alpha[2] == 0 and alpha[0] > 0.5 and alpha[1] > 0.5  # the two aligned clients cross κ = 0.5
+    for mode, expected in (("round", alpha.mean()), ("remaining", alpha[2])):
+        alg = make_algorithm("taco", settings(num_clients=3, local_steps=2, rounds=10), kappa=0.5, lam=1,
+                             alpha_bar=mode)
+        _, state, _ = alg.aggregate(torch.zeros(2), alg.init(torch.zeros(2), LAYOUT), ups, info)
+        assert state["expelled"].tolist() == [True, True, False]
+        torch.testing.assert_close(state["alpha_bar"], expected)

@@ -34,11 +34,14 @@ class Taco(Algorithm):
                  kappa: Annotated[float, "[0, 1]"] = 0.6, lam: Annotated[float, "(0, inf)"] | None = None,
                  alpha0: Annotated[float, "[0, 1]"] = 0.1,
                  correction: Literal["tailored", "uniform", "none"] = "tailored", tailored_aggregation: bool = True,
-                 detect: bool = True, expel_rule: Literal[">=", ">"] = ">="):
+                 detect: bool = True, expel_rule: Literal[">=", ">"] = ">=",
+                 alpha_bar: Literal["round", "remaining"] = "round"):
         """gamma None = 1/K and lam None = T/5 (the paper's defaults). ``kappa`` lies in [0, 1] like every α_i.
 
         ``correction``: "tailored" (eq. 8), "uniform" (every client γΔ_t, the over-correcting scheme of Fig. 1)
         or "none" (the ablation's ✗); ``tailored_aggregation`` False aggregates uniformly (Table VI).
+        ``alpha_bar``: eq. 14's ᾱ_t for z_t over this round's clients ("round") or over those of them not expelled
+        by it ("remaining"; eq. 14 does not say which after an expulsion; the round's mean if none remains).
         """
         super().__init__(run, "uniform")
         if run.local_steps is None:
@@ -48,6 +51,7 @@ class Taco(Algorithm):
         self.lam = run.rounds / 5 if lam is None else lam
         self.kappa, self.alpha0, self.correction = kappa, alpha0, correction
         self.tailored_aggregation, self.detect, self.expel_rule = tailored_aggregation, detect, expel_rule
+        self.alpha_bar = alpha_bar
 
     def init(self, w0, layout):
         n = self.run.num_clients
@@ -80,8 +84,15 @@ class Taco(Algorithm):
             over = count >= self.lam if self.expel_rule == ">=" else count > self.lam
             expelled = expelled | over
         new = {"alpha": state["alpha"].index_copy(0, rnd.clients, alpha), "count": count, "expelled": expelled,
-               "Delta": mean / (self.run.local_steps * rnd.lr), "w_prev": w, "alpha_bar": alpha.mean()}
+               "Delta": mean / (self.run.local_steps * rnd.lr), "w_prev": w,
+               "alpha_bar": self._mean(alpha, expelled[rnd.clients])}
         return w_new, new, {"alpha": alpha, "count": count[rnd.clients], "expelled": expelled[rnd.clients].float()}
+
+    def _mean(self, alpha, expelled):
+        """ᾱ_t of eq. 14 over this round's clients, or over those still in."""
+        if self.alpha_bar == "remaining" and bool((~expelled).any()):
+            return alpha[~expelled].mean()
+        return alpha.mean()
 
     def outputs(self, w, state):
         return {"z": w + (1 - state["alpha_bar"]) * (w - state["w_prev"])}  # eq. 15
