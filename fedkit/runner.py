@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import itertools
 import os
 import shutil
 import time
@@ -146,7 +147,9 @@ def _load_checkpoint(run_dir: Path) -> dict | None:
 
 
 def _set_aside(run_dir: Path, why: str) -> None:
-    aside = run_dir.with_name(f"{run_dir.name}.corrupt-{int(time.time())}")
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    names = (run_dir.with_name(f"{run_dir.name}.corrupt-{stamp}-{n}") for n in itertools.count())
+    aside = next(name for name in names if not name.exists())
     os.replace(run_dir, aside)
     warnings.warn(f"cached run {run_dir} is unreadable ({why}); moved to {aside.name}", stacklevel=3)
 

@@ -1,4 +1,4 @@
-"""The TACO paper settings: Table IV at each scale, Table V targets, Table VII's client count."""
+"""The TACO paper settings: Table IV at each scale, Table V targets and cells, Table VII's client count."""
 import pytest
 
 from fedkit.papers import taco
@@ -49,15 +49,18 @@ def _history(accuracies, seconds, diverged=False):
 
 
 def test_table5_rows_by_hand():
-    """Target, rounds and client time to it, Fig. 4's marks and Table V's cells, computed by hand."""
-    from fedkit.papers import taco_table5
+    """Table V's wiring of the target table: target, rounds and client time to it, Fig. 4's marks and Table V's
+    cells, computed by hand."""
+    from fedkit import report
 
-    runs = {("fmnist", m): _history([0.1, 0.5, 0.8], [1.0, 1.0]) for m in taco_table5.METHODS}
+    runs = {("fmnist", m): _history([0.1, 0.5, 0.8], [1.0, 1.0]) for m in taco.METHODS}
     runs["fmnist", "FedProx"] = _history([0.1, 0.3, 0.4], [1.0, 1.0])  # never reaches the target
     runs["fmnist", "STEM"] = _history([0.1, 0.78, 0.9], [2.0, 2.0])  # reaches it in round 1, at 2 s
     runs["fmnist", "FedACG"] = _history([0.1, 0.7, 0.9], [4.0, 4.0])  # round 2, at 8 s: 4× FedAvg's time → "o"
     runs["fmnist", "Scaffold"] = _history([0.1, float("nan")], [1.0], diverged=True)
-    table = taco_table5.table(runs, "small").set_index("method")
+    table = report.target_table(runs, "FedAvg", lambda d, fedavg: taco.target(d, "small", fedavg.final_accuracy),
+                                taco.TABLE5, slow=taco.SLOW, label=lambda d: taco.label(d, "small"))
+    table = table.set_index("method")
     assert (table["target"] == 0.76).all()  # ⌊95 × 0.8⌋ / 100
     assert table.loc["FedAvg", "rounds_to_target"] == 2 and table.loc["FedAvg", "time_to_target"] == 2.0
     assert table.loc["STEM", "rounds_to_target"] == 1 and table.loc["STEM", "vs_fedavg_time"] == 1.0
@@ -66,5 +69,5 @@ def test_table5_rows_by_hand():
     assert table.loc["STEM", "round_seconds_median"] == 2.0
     assert list(table.loc[["FedAvg", "FedProx", "Scaffold"], "fedkit"]) == ["80.00 (2)", "40.00 (×)", "× (diverged)"]
     assert table.loc["TACO", "paper"] == "73.28 (59)"
-    relative = taco_table5.per_round_vs_fedavg(table.reset_index())
+    relative = report.relative(table.reset_index(), "FedAvg")
     assert relative.loc["STEM", "fmnist"] == 2.0 and relative.loc["FedACG", "fmnist"] == 4.0
