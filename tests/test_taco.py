@@ -129,6 +129,23 @@ def test_freeloader_counter_and_expulsion_eq10():
     assert alg.eligible(state).tolist() == [False, True, True]
 
 
+@pytest.mark.parametrize("n", [2, 3, 5, 20])
+def test_identical_benign_updates_expel_everyone_at_round_lambda(n):
+    """IID property of eqs. 7 and 10: n clients with the same update have cos = 1 and size factor 1 − 1/n, so
+    α_i = 1 − 1/n for all; with κ ≤ 1 − 1/n every client counts every round and all are expelled at round λ
+    (κ = 0.6 and n ≥ 3: the paper's defaults expel an IID federation of honest clients; n = 2 gives α = 0.5)."""
+    alg = make_algorithm("taco", settings(num_clients=n, local_steps=2, rounds=20), kappa=0.6)
+    assert alg.lam == 4  # T/5
+    state, w = alg.init(torch.zeros(2), LAYOUT), torch.zeros(2)
+    ups = {"delta": torch.tensor([[0.3, -0.2]]).expand(n, -1)}
+    expelled_in = []
+    for t in range(1, 7):
+        w, state, metrics = alg.aggregate(w, state, ups, round_info(t, torch.arange(n), torch.ones(n), 2))
+        torch.testing.assert_close(metrics["alpha"], torch.full((n,), 1 - 1 / n))
+        expelled_in.append(int(state["expelled"].sum()))
+    assert expelled_in == ([0, 0, 0, n, n, n] if 1 - 1 / n >= 0.6 else [0] * 6)
+
+
 def test_expel_rule_strictly_more_than_lambda():
     alg = make_algorithm("taco", settings(num_clients=3, local_steps=2, rounds=10), kappa=0.5, lam=2, expel_rule=">")
     state, w = alg.init(torch.zeros(2), LAYOUT), torch.zeros(2)
@@ -143,10 +160,12 @@ def test_expel_rule_strictly_more_than_lambda():
 def test_defaults_resolve_gamma_to_one_over_k_and_lambda_to_t_over_5():
     fed = Federation(toy_config(algorithm="taco", local_steps=4, rounds=20))
     assert fed.algorithm.gamma == 0.25 and fed.algorithm.lam == 4
+    assert [make_algorithm("taco", settings(3, 2, rounds)).lam for rounds in (1, 6, 50, 51)] == [1, 2, 10, 11]
 
 
 @pytest.mark.parametrize("args,message", [({"gamma": -1}, "gamma must lie in [0, inf), got -1"),
-                                          ({"lam": 0}, "lam must lie in (0, inf), got 0"),
+                                          ({"lam": 0}, "lam must lie in [1, inf), got 0"),
+                                          ({"lam": 2.5}, "lam"),
                                           ({"expel_rule": "=="}, "expel_rule must be"),
                                           ({"alpha0": 2}, "alpha0 must lie in [0, 1], got 2")])
 def test_bad_hyper_parameters(args, message):

@@ -31,12 +31,13 @@ class Taco(Algorithm):
     name = "taco"
 
     def __init__(self, run, gamma: Annotated[float, "[0, inf)"] | None = None,
-                 kappa: Annotated[float, "[0, 1]"] = 0.6, lam: Annotated[float, "(0, inf)"] | None = None,
+                 kappa: Annotated[float, "[0, 1]"] = 0.6, lam: Annotated[int, "[1, inf)"] | None = None,
                  alpha0: Annotated[float, "[0, 1]"] = 0.1,
                  correction: Literal["tailored", "uniform", "none"] = "tailored", tailored_aggregation: bool = True,
                  detect: bool = True, expel_rule: Literal[">=", ">"] = ">=",
                  alpha_bar: Literal["round", "remaining"] = "round"):
-        """gamma None = 1/K and lam None = T/5 (the paper's defaults). ``kappa`` lies in [0, 1] like every α_i.
+        """gamma None = 1/K and lam None = ⌈T/5⌉ counts (the paper's λ = T/5, rounded up to whole rounds: 10 at
+        T = 50, 2 at T = 6). ``kappa`` lies in [0, 1] like every α_i.
 
         ``correction``: "tailored" (eq. 8), "uniform" (every client γΔ_t, the over-correcting scheme of Fig. 1)
         or "none" (the ablation's ✗); ``tailored_aggregation`` False aggregates uniformly (Table VI).
@@ -48,7 +49,7 @@ class Taco(Algorithm):
             raise ConfigError("taco needs a fixed number of local steps K (local_steps), got local_epochs "
                               f"{run.local_epochs}")
         self.gamma = 1 / run.local_steps if gamma is None else gamma
-        self.lam = run.rounds / 5 if lam is None else lam
+        self.lam = -(-run.rounds // 5) if lam is None else lam
         self.kappa, self.alpha0, self.correction = kappa, alpha0, correction
         self.tailored_aggregation, self.detect, self.expel_rule = tailored_aggregation, detect, expel_rule
         self.alpha_bar = alpha_bar
