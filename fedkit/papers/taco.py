@@ -79,9 +79,10 @@ SCALABILITY = {"paper": dict(num_clients=100), "small": dict(num_clients=100, ro
                "ci": dict(num_clients=20, rounds=2)}
 
 
-def scalability_config(dataset: str, scale: str, method: str = "TACO", seed: int = 0, device: str = "cpu") -> Config:
-    """Table VII's config: ``config`` with N = 100 clients (20 at ci scale)."""
-    return config(dataset, scale, method, seed=seed, device=device, **SCALABILITY[scale])
+def scalability_config(dataset: str, scale: str, method: str = "TACO", seed: int = 0, device: str = "cpu",
+                       **changes) -> Config:
+    """Table VII's config: ``config`` with N = 100 clients (20 at ci scale); ``changes`` override any field."""
+    return config(dataset, scale, method, seed=seed, device=device, **{**SCALABILITY[scale], **changes})
 
 
 def label(dataset: str, scale: str) -> str:
