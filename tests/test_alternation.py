@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 import torch
 
-from fedkit.algorithms.tailored import tailored_coefficients
+from fedkit.algorithms.tailored import eq7_factors, tailored_coefficients
 from fedkit.analysis import alternation as alt
 
 
@@ -42,9 +42,14 @@ def test_camp_gap_and_flips_by_hand():
     np.testing.assert_allclose(flips.to_numpy(), [1.0, 1.0, 1.0])
     steady = alt.crossing_flip_fraction(pd.DataFrame({0: [0.9, 0.8, 0.2]}, index=[1, 2, 3]), 0.6)
     assert steady[0] == pytest.approx(0.5)
-    summary = alt.alternation_summary(clients, np.array([0, 0, 1]), 0.6, 0, 1)
+    summary = alt.alternation_summary(clients, np.array([0, 0, 1]), 0.6)
     assert summary["gap sign flips"] == 1.0 and summary["rounds"] == 4
-    assert summary["share α ≥ κ"] == pytest.approx(6 / 11)
+    assert summary["mean |gap|"] == pytest.approx((0.7 + 0.7 + 0.4 + 0.8) / 4)
+    assert summary["client crossing flips"] == 1.0 and summary["share α ≥ κ"] == pytest.approx(6 / 11)
+    # one camp (an IID split): no gap, the rest as before
+    single = alt.alternation_summary(clients, np.array([0, 0, 0]), 0.6)
+    assert single["rounds"] == 4 and np.isnan(single["gap sign flips"]) and np.isnan(single["mean |gap|"])
+    assert single["client crossing flips"] == 1.0 and single["share α ≥ κ"] == pytest.approx(6 / 11)
 
 
 def test_expulsion_rounds_and_main_camps():
@@ -54,20 +59,20 @@ def test_expulsion_rounds_and_main_camps():
         alt.main_camps(np.array([1, 1]))
 
 
-def test_eq7_parts_by_hand():
+def test_eq7_factors_by_hand():
     # norms 3 and 1 (sum 4): size factors 1 − 3/4 and 1 − 1/4. Mean upload m = (1.5, 0.5), ‖m‖ = √2.5:
     # cos((3, 0), m) = 4.5 / (3√2.5) = 1.5/√2.5, cos((0, 1), m) = 0.5/√2.5
     d = torch.tensor([[3.0, 0.0], [0.0, 1.0]])
-    size, cosine = alt.eq7_parts(d)
+    size, cosine = eq7_factors(d)
     np.testing.assert_allclose(size.numpy(), [0.25, 0.75])
     np.testing.assert_allclose(cosine.numpy(), [1.5 / math.sqrt(2.5), 0.5 / math.sqrt(2.5)], rtol=1e-6)
     # against the mean, a client pointing away is clipped to 0
-    _, cosine = alt.eq7_parts(torch.tensor([[1.0, 0.0], [1.0, 0.0], [-1.0, 0.1]]))
+    _, cosine = eq7_factors(torch.tensor([[1.0, 0.0], [1.0, 0.0], [-1.0, 0.1]]))
     assert cosine[2] == 0
     # the product is TACO's α (eq. 7), either sign of Δ
     d = torch.randn(5, 7, generator=torch.Generator().manual_seed(0))
     for sign in (1, -1):
-        size, cosine = alt.eq7_parts(sign * d)
+        size, cosine = eq7_factors(sign * d)
         torch.testing.assert_close(size * cosine, tailored_coefficients(d))
 
 

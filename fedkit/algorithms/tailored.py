@@ -18,8 +18,9 @@ from ..errors import ConfigError
 from .base import Algorithm
 
 
-def tailored_coefficients(d: torch.Tensor) -> torch.Tensor:
-    """Eq. 7 for stacked uploads d [n, dim]: magnitude share × clipped cosine to the plain mean upload.
+def eq7_factors(d: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Eq. 7's two factors for stacked uploads d [n, dim]: the magnitude share 1 − ‖d_i‖ / Σ_j ‖d_j‖ and the
+    clipped cosine max(cos(d_i, mean_j d_j), 0). Neither depends on the sign of d.
 
     A zero upload (or a zero mean) has cosine 0; if every upload is zero the magnitude factor is 1.
     """
@@ -27,7 +28,13 @@ def tailored_coefficients(d: torch.Tensor) -> torch.Tensor:
     total = norms.sum()
     share = 1 - norms / total if total > 0 else torch.ones_like(norms)
     cosine = F.cosine_similarity(d, d.mean(0, keepdim=True), dim=1, eps=1e-12)
-    return share * cosine.clamp_min(0)
+    return share, cosine.clamp_min(0)
+
+
+def tailored_coefficients(d: torch.Tensor) -> torch.Tensor:
+    """Eq. 7: α_i = magnitude share × clipped cosine to the plain mean upload."""
+    share, cosine = eq7_factors(d)
+    return share * cosine
 
 
 class Tailored(Algorithm):

@@ -4,14 +4,15 @@ Dirichlet split take turns at α_i^t ≥ κ?
 eq. 7 writes α_i = s_i · max(cos(Δ_i, mean_j Δ_j), 0) with the size factor s_i = 1 − ‖Δ_i‖ / Σ_j ‖Δ_j‖; eq. 10
 counts α_i ≥ κ against client i and expels it after λ counts. A client's *camp* is the majority label of its
 data. Everything here works on a run's ``History.clients`` (one row per round and client, with TACO's ``alpha``
-and ``expelled``) or on one round's stacked uploads.
+and ``expelled``); eq. 7's factors come from ``algorithms.tailored.eq7_factors``.
 """
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 import torch
-import torch.nn.functional as F
+
+from ..algorithms.tailored import eq7_factors
 
 
 def majority_labels(parts, labels) -> np.ndarray:
@@ -60,33 +61,17 @@ def camp_gap(alpha: pd.DataFrame, camps: np.ndarray, a: int, b: int) -> pd.Serie
 def sign_flip_fraction(values) -> float:
     """The fraction of consecutive pairs (both present and non-zero) whose signs differ; NaN without pairs."""
     v = np.asarray(values, dtype=float)
-    pairs = [(x, y) for x, y in zip(v[:-1], v[1:]) if np.isfinite(x) and np.isfinite(y) and x != 0 and y != 0]
-    if not pairs:
-        return float("nan")
-    return float(np.mean([np.sign(x) != np.sign(y) for x, y in pairs]))
+    x, y = v[:-1], v[1:]
+    usable = np.isfinite(x) & np.isfinite(y) & (x != 0) & (y != 0)
+    return float(np.mean(np.sign(x[usable]) != np.sign(y[usable]))) if usable.any() else float("nan")
 
 
 def crossing_flip_fraction(alpha: pd.DataFrame, kappa: float) -> pd.Series:
     """Per client: over its consecutive pairs of present rounds (round r and r + 1), the fraction where
     whether α ≥ κ changes; 1 = crosses κ exactly every other round, 0 = never changes."""
-    above = (alpha >= kappa).where(alpha.notna())
-    out = {}
-    for client in alpha.columns:
-        col = above[client]
-        both = col.notna() & col.shift(-1).notna()
-        rows = col[both]
-        nxt = col.shift(-1)[both]
-        out[client] = float((rows != nxt).mean()) if len(rows) else float("nan")
-    return pd.Series(out, name="crossing flip fraction")
-
-
-def eq7_parts(delta: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """eq. 7's two factors for stacked uploads [n, dim]: the size factor 1 − ‖Δ_i‖ / Σ_j ‖Δ_j‖ and the clipped
-    cosine max(cos(Δ_i, mean_j Δ_j), 0). Their product is α_i (the sign of Δ does not matter to either)."""
-    norms = delta.norm(dim=1)
-    size = 1 - norms / norms.sum()
-    cosine = F.cosine_similarity(delta, delta.mean(0, keepdim=True), dim=1, eps=1e-12).clamp_min(0)
-    return size, cosine
+    above, after = alpha >= kappa, alpha.shift(-1) >= kappa
+    both = alpha.notna() & alpha.shift(-1).notna()
+    return (above != after).astype(float).where(both).mean().rename("crossing flip fraction")
 
 
 def eq7_trace(cfg, rounds: int) -> pd.DataFrame:
@@ -97,7 +82,7 @@ def eq7_trace(cfg, rounds: int) -> pd.DataFrame:
 
     rows = []
     for t, rnd in enumerate(Federation(cfg).rounds(), start=1):
-        size, cosine = eq7_parts(rnd.uploads["delta"])
+        size, cosine = eq7_factors(rnd.uploads["delta"])
         alpha = rnd.metrics.get("alpha", torch.full_like(size, float("nan")))
         for j, client in enumerate(rnd.clients):
             rows.append({"round": rnd.info.t, "client": int(client), "size": float(size[j]),
@@ -108,12 +93,16 @@ def eq7_trace(cfg, rounds: int) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def alternation_summary(clients: pd.DataFrame, camps: np.ndarray, kappa: float, a: int, b: int) -> dict:
-    """One run's alternation statistics: the sign-flip fraction of the camp gap, its mean |gap|, the mean of the
-    clients' crossing flip fractions, and the share of (round, client) rows with α ≥ κ."""
+def alternation_summary(clients: pd.DataFrame, camps: np.ndarray, kappa: float) -> dict:
+    """One run's alternation statistics: the sign-flip fraction and mean |gap| of the gap between its two main
+    camps (NaN with a single camp, as on an IID split), the mean of the clients' crossing flip fractions, and the
+    share of (round, client) rows with α ≥ κ."""
     alpha = alpha_matrix(clients)
-    gap = camp_gap(alpha, camps, a, b)
-    return {"rounds": int(gap.notna().sum()), "gap sign flips": sign_flip_fraction(gap),
-            "mean |gap|": float(gap.abs().mean()),
+    try:
+        gap = camp_gap(alpha, camps, *main_camps(camps))
+        rounds, flips, size = int(gap.notna().sum()), sign_flip_fraction(gap), float(gap.abs().mean())
+    except ValueError:  # a single camp
+        rounds, flips, size = len(alpha), float("nan"), float("nan")
+    return {"rounds": rounds, "gap sign flips": flips, "mean |gap|": size,
             "client crossing flips": float(crossing_flip_fraction(alpha, kappa).mean()),
             "share α ≥ κ": float((clients["alpha"] >= kappa).mean())}
