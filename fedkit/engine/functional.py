@@ -1,12 +1,14 @@
 """A model as a pure function of one flat parameter vector, and the local step built on it."""
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
-from torch.func import functional_call, grad
+from torch.func import functional_call, vmap
+from torch.utils._pytree import tree_flatten, tree_unflatten
 
 from ..layout import Layout
 from .program import Batch, ClientProgram
@@ -25,6 +27,7 @@ class FlatModel:
         self.frozen = {n: p.detach() for n, p in module.named_parameters() if not p.requires_grad}
         self.buffers = dict(module.named_buffers())
         self.output_layer = module.get_submodule(self.layout.layers[-1])
+        self.chain = dense_chain(module, self.layout)
 
     @property
     def dim(self) -> int:
@@ -52,6 +55,73 @@ class FlatModel:
             handle.remove()
         return out, seen[-1]
 
+    def stacked(self, w: torch.Tensor, x: torch.Tensor, features: bool = False):
+        """(outputs [n, B, ...], output-layer inputs or None) of n models (rows of w [n, d]) on their batches x
+        [n, B, ...]; differentiable with plain autograd. A dense chain runs as batched matrix products, any other
+        model under vmap."""
+        if self.chain is not None:
+            return self._chain(w, x)
+        if features:
+            return vmap(lambda v, u: self.features(v, u, {}))(w, x)
+        return vmap(lambda v, u: self(v, u, {}))(w, x), None
+
+    def _chain(self, w, x):
+        params = w.split(self.numels, dim=1)
+        h, features, n = x, None, len(w)
+        for op, arg in self.chain:
+            if op == "linear":
+                weight, bias, is_output = arg
+                if is_output:
+                    features = h
+                lead = h.shape[1:-1]
+                h3 = h.reshape(n, -1, h.shape[-1])
+                weight_t = params[weight].view(n, *self.shapes[weight]).transpose(1, 2)
+                h3 = torch.bmm(h3, weight_t) if bias is None else torch.baddbmm(params[bias].unsqueeze(1), h3,
+                                                                                 weight_t)
+                h = h3.view(n, *lead, h3.shape[-1])
+            elif op == "flatten":
+                h = h.flatten(arg.start_dim + 1, arg.end_dim if arg.end_dim < 0 else arg.end_dim + 1)
+            else:
+                h = arg(h)
+        return h, features
+
+
+ELEMENTWISE = (torch.nn.ReLU, torch.nn.LeakyReLU, torch.nn.Tanh, torch.nn.Sigmoid, torch.nn.GELU, torch.nn.ELU,
+               torch.nn.SiLU, torch.nn.Identity)
+
+
+def dense_chain(module: torch.nn.Module, layout: Layout) -> list | None:
+    """The model as a chain of Linear layers, Flatten and elementwise activations (read from its torch.fx graph),
+    which ``FlatModel.stacked`` runs as batched matrix products; None for any other model."""
+    try:
+        graph = torch.fx.symbolic_trace(module).graph
+    except Exception:  # not traceable (data-dependent control flow, ...): not a dense chain
+        return None
+    index = {name: i for i, name in enumerate(n for n, p in module.named_parameters() if p.requires_grad)}
+    chain, previous = [], None
+    for node in graph.nodes:
+        if node.op == "placeholder" and previous is None:
+            previous = node
+            continue
+        if node.op == "output":
+            return chain if chain and node.args[0] is previous else None
+        if node.op != "call_module" or node.args != (previous,) or node.kwargs:
+            return None
+        layer = module.get_submodule(node.target)
+        if isinstance(layer, torch.nn.Linear):
+            if f"{node.target}.weight" not in index or (layer.bias is not None and f"{node.target}.bias" not in index):
+                return None  # a frozen layer
+            chain.append(("linear", (index[f"{node.target}.weight"], index.get(f"{node.target}.bias"),
+                                     node.target == layout.layers[-1])))
+        elif isinstance(layer, torch.nn.Flatten):
+            chain.append(("flatten", layer))
+        elif isinstance(layer, ELEMENTWISE):
+            chain.append(("apply", layer))
+        else:
+            return None
+        previous = node
+    return None
+
 
 def sample_loss(task: str) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
     """Per-sample loss of a task: cross-entropy for classification, the model output itself for objectives."""
@@ -68,23 +138,15 @@ def make_client_step(fm: FlatModel, program: ClientProgram, task: str, vectorize
     ``mask`` marks the real samples of a padded batch; the returned loss is the batch's data loss at w.
     ``buffers`` (BatchNorm statistics, updated in place) are an explicit input because torch.func forbids
     mutating tensors captured from outside a transformed function.
-    ``vectorized``: the step will run under ``vmap``, so the gradient is ``torch.func.grad``; one client alone
-    takes the same gradient with plain autograd, which is faster on a CPU (benchmarks/gradient.py: 1.2–1.3× for
-    the small CNN, 1.3–1.4× for the 64-unit LSTM).
+    ``vectorized``: the step will run under ``vmap``; its gradient is then computed for all clients at once with
+    plain autograd (``StackedGradient``), not per client with ``torch.func.grad``. One client alone takes its
+    gradient with plain autograd on a private copy of the module (``BoundGradient``).
     """
-    per_sample = sample_loss(task)
-
-    def loss(w, c, x, y, mask, buffers):
-        if program.needs_features:
-            out, features = fm.features(w, x, buffers)
-        else:
-            out, features = fm(w, x, buffers), None
-        batch = Batch(x, y, mask, out, features,
-                      lambda v: fm.features(v, x, {k: b.clone() for k, b in buffers.items()}))
-        data = batch.mean(per_sample(out, y))
-        return program.objective(data, w, c, batch), data
-
-    gradient = grad(loss, has_aux=True) if vectorized else _autograd(loss)
+    if vectorized:
+        stacked = StackedGradient(fm, program, task)
+        gradient = lambda v, c, x, y, mask, buffers: stacked(v, c, x, y, mask)  # noqa: E731
+    else:
+        gradient = BoundGradient(fm, program, task)
 
     def step(w, local, c, x, y, mask, buffers):
         return program.local_step(w, local, c, lambda v: gradient(v, c, x, y, mask, buffers))
@@ -92,17 +154,107 @@ def make_client_step(fm: FlatModel, program: ClientProgram, task: str, vectorize
     return step
 
 
-def _autograd(loss):
-    """``torch.func.grad(loss, has_aux=True)`` computed with torch.autograd (same value, less overhead)."""
+class BoundGradient:
+    """(∇ objective, data loss) of one client at v, computed like a plain PyTorch loop: v is copied into the
+    parameters of a private copy of the module, which runs as is (no per-step re-binding of parameters); the
+    objective's own dependence on w (FedProx's proximal term, ...) reaches v through a leaf copy of it."""
 
-    def gradient(w, *args):
+    def __init__(self, fm: FlatModel, program: ClientProgram, task: str):
+        self.fm, self.program, self.per_sample = fm, program, sample_loss(task)
+        self.module = copy.deepcopy(fm.module).train()
+        self.params = [p for p in self.module.parameters() if p.requires_grad]
+        self.slots = [_owner(self.module, name) for name in fm.buffers]
+        self.seen: list[torch.Tensor] = []
+        output_layer = self.module.get_submodule(fm.layout.layers[-1])
+        output_layer.register_forward_pre_hook(lambda _, args: self.seen.append(args[0]))
+
+    def __call__(self, v, c, x, y, mask, buffers):
+        fm = self.fm
+        with torch.no_grad():
+            for p, t in zip(self.params, v.split(fm.numels)):
+                p.copy_(t.view_as(p))
+        for (owner, name), b in zip(self.slots, buffers.values()):
+            owner._buffers[name] = b  # this client's BatchNorm statistics, updated in place by the forward
+        self.seen.clear()
         with torch.enable_grad():
-            v = w.detach().requires_grad_(True)
-            total, data = loss(v, *args)
-            (g,) = torch.autograd.grad(total, v)
+            w = v.detach().requires_grad_(True)
+            out = self.module(x)
+            features = self.seen[-1] if self.program.needs_features else None
+            batch = Batch(x, y, mask, out, features,
+                          lambda u: fm.features(u, x, {k: b.clone() for k, b in buffers.items()}))
+            data = batch.mean(self.per_sample(out, y))
+            total = self.program.objective(data, w, c, batch)
+            direct, *grads = torch.autograd.grad(total, [w, *self.params], allow_unused=True)
+        g = torch.cat([t.reshape(-1) if t is not None else p.new_zeros(p.numel())
+                       for t, p in zip(grads, self.params)])
+        return (g if direct is None else g + direct), data.detach()
+
+
+def _owner(module: torch.nn.Module, name: str) -> tuple[torch.nn.Module, str]:
+    """The submodule holding the tensor ``name`` ('a.b.running_mean'), and the tensor's own name."""
+    path, _, leaf = name.rpartition(".")
+    return module.get_submodule(path), leaf
+
+
+class StackedGradient:
+    """(∇ objective, data loss) of every client of a vmapped local step, computed for the whole stack at once: the
+    stacked forward (``FlatModel.stacked``: batched matrix products for dense chains), the clients' objectives
+    under an inner vmap, and ONE plain-autograd backward of their sum (client i's objective depends on row i only,
+    so row i of the gradient is client i's gradient)."""
+
+    def __init__(self, fm: FlatModel, program: ClientProgram, task: str):
+        self.fm, self.program, self.per_sample = fm, program, sample_loss(task)
+
+    def __call__(self, v, c, x, y, mask):
+        leaves, spec = tree_flatten(c)
+        return _VmapGradient.apply(self.stack, spec, v, x, y, mask, *leaves)
+
+    def objective(self, data, w, c, x, y, mask, out, features):
+        batch = Batch(x, y, mask, out, features, lambda u: self.fm.features(u, x, {}))
+        return self.program.objective(data, w, c, batch)
+
+    def stack(self, v, c, c_dims, x, y, mask):
+        """Gradients [n, d] and data losses [n] of n clients (rows; c batched along ``c_dims``)."""
+        n, b = mask.shape
+        with torch.enable_grad():
+            v = v.detach().requires_grad_(True)
+            out, features = self.fm.stacked(v, x, self.program.needs_features)
+            per_sample = self.per_sample(out.flatten(0, 1), y.flatten(0, 1)).view(n, b)
+            data = (per_sample * mask).sum(1) / mask.sum(1).clamp_min(1)
+            dims = (0, 0, c_dims, 0, 0, 0, 0, None if features is None else 0)
+            total = vmap(self.objective, in_dims=dims)(data, v, c, x, y, mask, out, features)
+            (g,) = torch.autograd.grad(total.sum(), v)
         return g, data.detach()
 
-    return gradient
+
+class _VmapGradient(torch.autograd.Function):
+    """Hands a vmapped ``grad_at(v)`` to ``StackedGradient.stack`` with the batch dimension exposed: under
+    ``vmap`` PyTorch calls ``vmap`` below with the stacked tensors; alone, ``forward`` runs a stack of one."""
+
+    @staticmethod
+    def forward(stack, spec, v, x, y, mask, *leaves):
+        c = tree_unflatten([t[None] if isinstance(t, torch.Tensor) else t for t in leaves], spec)
+        dims = tree_unflatten([0 if isinstance(t, torch.Tensor) else None for t in leaves], spec)
+        g, data = stack(v[None], c, dims, x[None], y[None], mask[None])
+        return g[0], data[0]
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        pass
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise RuntimeError("the local gradient is not differentiable")
+
+    @staticmethod
+    def vmap(info, in_dims, stack, spec, v, x, y, mask, *leaves):
+        n = info.batch_size
+        v, x, y, mask = (t.movedim(d, 0) if d is not None else t.expand(n, *t.shape)
+                         for t, d in zip((v, x, y, mask), in_dims[2:6]))
+        leaf_dims = in_dims[6:]
+        c = tree_unflatten([t.movedim(d, 0) if d is not None else t for t, d in zip(leaves, leaf_dims)], spec)
+        dims = tree_unflatten([0 if d is not None else None for d in leaf_dims], spec)
+        return stack(v, c, dims, x, y, mask), (0, 0)
 
 
 @torch.no_grad()
