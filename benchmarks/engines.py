@@ -1,8 +1,15 @@
-"""Benchmark: one round of 20 clients × 20 local steps (batch 64) under both engines.
+"""Benchmark: one FedAvg round under a plain PyTorch client loop and fedkit's engines, side by side in one process.
 
-    python benchmarks/engines.py [--model cnn] [--clients 20] [--steps 20] [--repeats 3]
+    python benchmarks/engines.py [--workload adult|cnn|adult100] [--passes 3] [--device cpu] [--engines ...]
 
-Prints the median seconds per round of each engine and the sequential/vectorized speed ratio.
+Workloads (500 random samples per client, batch 64, η_l = 0.01):
+  adult     the adult MLP 123-32-16-8-2, 20 clients, K = 100
+  adult100  the same MLP, 100 clients, K = 20
+  cnn       the NIID-Bench CNN on 28×28, 20 clients, K = 20
+The plain loop is what one writes without a framework: one nn.Module, torch.optim.SGD, zero_grad/backward/step,
+the model loaded from the flat global vector per client. Each pass times every engine once on the same round
+(order rotated per pass, untimed warm-up first); printed: the median seconds per round and the ratio to the plain
+loop (> 1: faster than the plain loop), with the thread count.
 """
 from __future__ import annotations
 
@@ -12,61 +19,89 @@ import time
 
 import numpy as np
 import torch
+import torch.nn.functional as F
+from torch.nn.utils import parameters_to_vector, vector_to_parameters
 
 from fedkit.algorithms import RoundInfo, Settings, make_algorithm
 from fedkit.engine import ENGINES, ClientInput, FlatModel, make_plan
 from fedkit.models import build_model
 from fedkit.optim import SGD
 
-SHAPES = {"cnn": (1, 28, 28), "mlp": (123,), "lenet5": (1, 28, 28), "fc500": (1, 28, 28)}
+WORKLOADS = {  # model, input shape, classes, clients, K
+    "adult": ("mlp", (123,), 2, 20, 100),
+    "adult100": ("mlp", (123,), 2, 100, 20),
+    "cnn": ("cnn", (1, 28, 28), 10, 20, 20),
+    "fc500": ("fc500", (1, 28, 28), 10, 20, 20),
+}
+
+
+def plain_loop(module, w0, x, y, plans, lr):
+    """Each client: load w0, then SGD steps with torch.optim; returns the stacked updates."""
+    optimizer = torch.optim.SGD(module.parameters(), lr=lr)
+    deltas = []
+    for plan in plans:
+        vector_to_parameters(w0.clone(), module.parameters())  # it makes the parameters views of its input
+        real = plan.mask.sum(1).long().tolist()
+        for k in range(plan.steps):
+            rows = plan.indices[k, :real[k]]
+            optimizer.zero_grad()
+            F.cross_entropy(module(x[rows]), y[rows]).backward()
+            optimizer.step()
+        deltas.append(parameters_to_vector(module.parameters()).detach() - w0)
+    if x.is_cuda:
+        torch.cuda.synchronize()
+    return torch.stack(deltas)
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", default="cnn", choices=sorted(SHAPES))
-    parser.add_argument("--algorithm", default="fedavg")
-    parser.add_argument("--clients", type=int, default=20)
-    parser.add_argument("--steps", type=int, default=20)
-    parser.add_argument("--batch", type=int, default=64)
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--workload", default="adult", choices=sorted(WORKLOADS))
+    parser.add_argument("--passes", type=int, default=3)
     parser.add_argument("--device", default="cpu")
+    parser.add_argument("--engines", nargs="+", default=["plain", *ENGINES])
     args = parser.parse_args()
 
+    model, shape, classes, n_clients, steps = WORKLOADS[args.workload]
     torch.manual_seed(0)
-    shape, per_client = SHAPES[args.model], 500
-    n = args.clients * per_client
+    per_client, batch, lr = 500, 64, 0.01
+    n = n_clients * per_client
     device = torch.device(args.device)
-    x, y = torch.rand(n, *shape, device=device), torch.randint(0, 10, (n,), device=device)
-    parts = np.arange(n).reshape(args.clients, per_client)
+    x, y = torch.rand(n, *shape, device=device), torch.randint(0, classes, (n,), device=device)
+    parts = np.arange(n).reshape(n_clients, per_client)
     rng = np.random.default_rng(0)
-    plans = [make_plan(i, parts[i], args.batch, args.steps, rng) for i in range(args.clients)]
-    fm = FlatModel(build_model(args.model, shape, 10).to(device))
-    algorithm = make_algorithm(args.algorithm, Settings(num_clients=args.clients, local_steps=args.steps,
-                                                        optimizer=SGD(lr=0.01)))
+    plans = [make_plan(i, parts[i], batch, steps, rng) for i in range(n_clients)]
+    module = build_model(model, shape, classes).to(device)
+    fm = FlatModel(module)
+    algorithm = make_algorithm("fedavg", Settings(num_clients=n_clients, local_steps=steps, optimizer=SGD(lr=lr)))
     w0 = fm.flat()
-    ids = torch.arange(args.clients, device=device)
-    steps = torch.full((args.clients,), float(args.steps), device=device)
-    info = RoundInfo(1, ids, torch.full((args.clients,), per_client, device=device), steps, 0.01)
-    state = algorithm.init(w0, fm.layout)
-    kept = {k: v.expand(args.clients, *v.shape) for k, v in algorithm.client_init(w0).items()}
-    clients = ClientInput(algorithm.broadcast(w0, state).expand(args.clients, -1),
-                          algorithm.message(w0, state, info), kept, steps, 0.01, 1)
-    pick = lambda j: ClientInput(clients.w0[:j], {k: v[:j] for k, v in clients.recv.items()},  # noqa: E731
-                                 {k: v[:j] for k, v in kept.items()}, steps[:j], 0.01, 1)
-    print(f"{args.model} ({fm.dim:,} parameters), {args.clients} clients × {args.steps} steps × batch "
-          f"{args.batch}, torch {torch.__version__}, {torch.get_num_threads()} threads, {device}")
-    medians = {}
-    for name, engine_cls in ENGINES.items():
-        engine = engine_cls(fm, algorithm, "classification", x, y)
-        engine.train(pick(2), plans[:2], {})  # warm-up
-        times = []
-        for _ in range(args.repeats):
+    ids = torch.arange(n_clients, device=device)
+    k = torch.full((n_clients,), float(steps), device=device)
+    info = RoundInfo(1, ids, torch.full((n_clients,), per_client, device=device), k, lr)
+    clients = ClientInput(w0.expand(n_clients, -1), algorithm.message(w0, {}, info), {}, k, lr, 1)
+
+    runners = {"plain": lambda: plain_loop(module, w0, x, y, plans, lr)}
+    for name in ENGINES:
+        engine = ENGINES[name](fm, algorithm, "classification", x, y)
+        runners[name] = lambda engine=engine: engine.train(clients, plans, {}).uploads["delta"]
+    runners = {name: runners[name] for name in args.engines}
+    results = {name: run() for name, run in runners.items()}  # warm-up, and the updates to compare
+    times = {name: [] for name in runners}
+    for p in range(args.passes):
+        order = list(runners)[p % len(runners):] + list(runners)[:p % len(runners)]
+        for name in order:
             start = time.perf_counter()
-            engine.train(clients, plans, {})  # the engines synchronise a CUDA device before they return
-            times.append(time.perf_counter() - start)
-        medians[name] = statistics.median(times)
-        print(f"  {name:<11} {medians[name]:.3f} s/round  (runs: {', '.join(f'{t:.3f}' for t in times)})")
-    print(f"  vectorized speed-up over sequential: {medians['sequential'] / medians['vectorized']:.2f}×")
+            runners[name]()
+            times[name].append(time.perf_counter() - start)
+    print(f"{args.workload}: {model} ({fm.dim:,} parameters), {n_clients} clients × K = {steps} × batch {batch}, "
+          f"torch {torch.__version__}, {torch.get_num_threads()} threads, {device}")
+    base = statistics.median(times["plain"]) if "plain" in times else None
+    reference = next(iter(results.values()))
+    for name, ts in times.items():
+        median = statistics.median(ts)
+        ratio = f"  {base / median:5.2f}× the plain loop" if base else ""
+        error = (results[name] - reference).abs().max().item()
+        print(f"  {name:<11} {median:.4f} s/round{ratio}  (passes: {', '.join(f'{t:.4f}' for t in ts)}; "
+              f"max |Δ − Δ_{next(iter(results))}| = {error:.1e})")
 
 
 if __name__ == "__main__":

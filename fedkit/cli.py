@@ -44,7 +44,7 @@ HELP = {
     "optimizer_args": "options of the client optimizer",
     "seed": "seed of the partition, client sampling, minibatches and initialisation",
     "device": "cpu, cuda, cuda:N or mps",
-    "engine": "sequential (reference) or vectorized (all clients at once)",
+    "engine": "auto (the faster for the model and device), sequential (reference) or vectorized (all at once)",
     "eval_every": "test every n-th round, and always the last",
     "stop_accuracy": "stop once test accuracy reaches this (rounds-to-target runs); null = never",
     "link_mbps": "simulated clock: client–server link speed in Mbit/s (2^20 bit/s)",

@@ -51,7 +51,7 @@ class Config:
     optimizer_args: dict = field(default_factory=dict)
     seed: int = 0
     device: str = "cpu"
-    engine: str = "vectorized"
+    engine: str = "auto"  # "sequential", "vectorized", or "auto": the faster for the model and device
     eval_every: int = 1  # test every n-th round, and always the last
     stop_accuracy: float | None = None  # stop once test accuracy reaches this (rounds-to-target runs)
     link_mbps: float = 100.0  # simulated clock: client–server link speed in Mbit/s (2^20 bit/s)
@@ -169,7 +169,7 @@ def _validate(c: Config) -> None:
         need(_is_real(c.step_seconds) and c.step_seconds >= 0, "step_seconds", "must be a finite number ≥ 0")
     if c.stop_accuracy is not None:
         need(_is_real(c.stop_accuracy) and 0 < c.stop_accuracy <= 1, "stop_accuracy", "must lie in (0, 1]")
-    need(c.engine in ENGINES, "engine", f"must be one of {ENGINES}")
+    need(c.engine in ("auto", *ENGINES), "engine", f"must be 'auto' or one of {list(ENGINES)}")
     need(isinstance(c.device, str) and c.device.split(":")[0] in ("cpu", "cuda", "mps"), "device",
          "must be 'cpu', 'cuda', 'cuda:N' or 'mps'")
     # Building the algorithm (with the optimizer and schedule) and the threat checks every hyper-parameter and

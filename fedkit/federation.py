@@ -16,7 +16,7 @@ import torch
 from .algorithms import Algorithm, RoundInfo
 from .config import Config
 from .data import load_dataset, make_partition
-from .engine import ENGINES, ClientInput, FlatModel, RoundResult, evaluate, local_steps, make_plan
+from .engine import ENGINES, ClientInput, FlatModel, RoundResult, choose_engine, evaluate, local_steps, make_plan
 from .errors import ConfigError
 from .models import build_model
 from .threats import Threat, make_threat
@@ -97,7 +97,8 @@ class Federation:
             module = build_model(cfg.model, data.input_shape, data.num_classes, **cfg.model_args)
         self.fm = FlatModel(module.to(self.device))
         self.algorithm = cfg.build_algorithm()
-        self.engine = ENGINES[cfg.engine](self.fm, self.algorithm, self.task, self.x_train, self.y_train)
+        self.engine_name = choose_engine(cfg.engine, self.fm, self.device)
+        self.engine = ENGINES[self.engine_name](self.fm, self.algorithm, self.task, self.x_train, self.y_train)
         self.threat = chosen_threat(cfg)
         if self.threat.bad.sum() >= cfg.sampled_per_round():
             raise ConfigError(f"{int(self.threat.bad.sum())} {cfg.threat} but only {cfg.sampled_per_round()} "

@@ -54,7 +54,8 @@ def run(cfg: Config, *, cache: str | Path | bool | None = None, progress: bool =
         round_rows = [{"round": 0, **fed.evaluate_all(s), "diverged": False}]
 
     diverged = any(r["diverged"] for r in round_rows)
-    bar = tqdm(total=cfg.rounds, initial=s.t, disable=not progress or diverged, desc=cfg.algorithm)
+    bar = tqdm(total=cfg.rounds, initial=s.t, disable=not progress or diverged,
+               desc=f"{cfg.algorithm} ({fed.engine_name})")
     for rnd in ([] if diverged else fed.rounds(s)):
         wall = time.perf_counter()
         s, result = rnd.after, rnd.result
@@ -68,7 +69,7 @@ def run(cfg: Config, *, cache: str | Path | bool | None = None, progress: bool =
                   "clients": len(clients), "client_seconds_max": max(result.seconds, default=0.0),
                   "client_seconds_sum": sum(result.seconds), "seconds": time.perf_counter() - wall,
                   "bytes_up": sum(r["bytes_up"] for r in clients), "bytes_down": sum(r["bytes_down"] for r in clients),
-                  "sim_seconds": _simulated_seconds(cfg, rnd, clients), "diverged": diverged}
+                  "sim_seconds": _simulated_seconds(cfg, rnd, clients), "engine": fed.engine_name, "diverged": diverged}
         round_rows.append(record)
         if run_dir is not None:
             _save_checkpoint(run_dir, {"state": asdict(s), "rounds": round_rows, "clients": client_rows})

@@ -23,7 +23,7 @@ BAD = [
     ({"server_lr": 0}, "server_lr must be a finite number > 0, got 0"),
     ({"batch_size": 0}, "batch_size must be an integer ≥ 1, got 0"),
     ({"seed": -1}, "seed must be an integer ≥ 0, got -1"),
-    ({"engine": "turbo"}, "engine must be one of"),
+    ({"engine": "turbo"}, "engine must be 'auto' or one of"),
     ({"device": "tpu"}, "device must be 'cpu', 'cuda', 'cuda:N' or 'mps', got 'tpu'"),
     ({"algorithm": "fedprox", "algorithm_args": {"mu": -1}}, "algorithm 'fedprox': mu must lie in [0, inf), got -1"),
     ({"algorithm": "fedprox", "algorithm_args": {"zeta": 1}}, "unknown option(s) ['zeta'] for algorithm 'fedprox'"),

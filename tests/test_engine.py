@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 from fedkit import ConfigError
-from fedkit.algorithms import Settings, make_algorithm
+from fedkit.algorithms import FedAvg, Settings, make_algorithm
 from fedkit.engine import ClientInput, FlatModel, SequentialEngine, VectorizedEngine, local_steps, make_plan
 from fedkit.optim import SGD
 
@@ -73,22 +73,67 @@ def test_fixed_steps_continue_into_a_fresh_permutation():
     assert sorted(plan.indices[2:4][plan.mask[2:4] > 0].tolist()) == list(range(5))
 
 
-@pytest.mark.parametrize("name, args", [("fedprox", {"mu": 0.5}), ("fedavg", {})])
-def test_autograd_and_func_grad_client_steps_agree(name, args):
-    """The sequential engine's plain-autograd step and the vmap-ready torch.func.grad step are one function."""
+class FeatureObjective(FedAvg):
+    """An objective that reads the output layer's input and w itself (exercises both paths of the gradient)."""
+
+    needs_features = True
+
+    def objective(self, data, w, c, batch):
+        return data + 0.01 * batch.features.pow(2).mean() + 0.1 * (w - c.w0).pow(2).sum()
+
+
+@pytest.mark.parametrize("make", [lambda: make_algorithm("fedprox", mu=0.5), lambda: make_algorithm("fedavg"),
+                                  lambda: FeatureObjective(Settings())], ids=["fedprox", "fedavg", "features"])
+@pytest.mark.parametrize("module", [lambda: nn.Sequential(nn.Linear(12, 6), nn.Tanh(), nn.Linear(6, 3)),
+                                    lambda: nn.Sequential(nn.Unflatten(1, (1, 12)), nn.Conv1d(1, 2, 3),
+                                                          nn.Flatten(), nn.Linear(20, 3))],
+                         ids=["dense chain", "conv"])
+def test_sequential_and_vectorized_client_steps_agree(make, module):
+    """One client's step (a private module copy, plain autograd) equals its row of the vmapped stacked step."""
+    from torch.func import vmap
+
     from fedkit.engine import make_client_step
 
-    x, y = toy_data(16)
     torch.manual_seed(0)
-    fm = FlatModel(nn.Sequential(nn.Linear(12, 6), nn.Tanh(), nn.Linear(6, 3)))
-    algorithm = make_algorithm(name, **args)
-    w0 = fm.flat()
-    w = w0 + 0.1 * torch.randn_like(w0)  # away from w0, so that FedProx's proximal gradient μ(w − w0) is not 0
-    c = ClientInput(w0, {}, {}, torch.tensor(1.0), 0.1, 1)
-    out = {}
-    for vectorized in (True, False):
-        step = make_client_step(fm, algorithm, "classification", vectorized)
-        out[vectorized] = step(w, {}, c, x, y, torch.ones(16), {})
-    torch.testing.assert_close(out[True][0], out[False][0], rtol=0, atol=1e-7)
-    torch.testing.assert_close(out[True][2], out[False][2])
-    assert not out[False][0].requires_grad
+    fm = FlatModel(module())
+    algorithm = make()
+    g = torch.Generator().manual_seed(2)
+    x, y = torch.randn(3, 16, 12, generator=g), torch.randint(0, 3, (3, 16), generator=g)
+    w0 = fm.flat().expand(3, -1)
+    w = w0 + 0.1 * torch.randn(3, fm.dim)  # away from w0, so that FedProx's proximal gradient μ(w − w0) is not 0
+    c = ClientInput(w0, {}, {}, torch.ones(3), 0.1, 1)
+    alone = make_client_step(fm, algorithm, "classification", vectorized=False)
+    stacked = make_client_step(fm, algorithm, "classification", vectorized=True)
+    dims = ClientInput(0, 0, 0, 0, None, None)
+    w_all, _, loss_all = vmap(stacked, in_dims=(0, 0, dims, 0, 0, 0, None))(w, {}, c, x, y, torch.ones(3, 16), {})
+    for i in range(3):
+        ci = ClientInput(w0[i], {}, {}, torch.tensor(1.0), 0.1, 1)
+        w_i, _, loss_i = alone(w[i], {}, ci, x[i], y[i], torch.ones(16), {})
+        torch.testing.assert_close(w_all[i], w_i, rtol=0, atol=1e-7)
+        torch.testing.assert_close(loss_all[i], loss_i)
+        assert not w_i.requires_grad
+
+
+def test_auto_engine_rule():
+    from fedkit.engine import choose_engine
+    from fedkit.models import build_model
+
+    cpu, gpu = torch.device("cpu"), torch.device("cuda")
+    mlp, cnn = FlatModel(build_model("mlp", (123,), 2)), FlatModel(build_model("cnn", (1, 28, 28), 10))
+    assert mlp.chain is not None and cnn.chain is None  # the MLP is a dense chain, the CNN is not
+    assert choose_engine("auto", mlp, cpu) == "vectorized" and choose_engine("auto", cnn, cpu) == "sequential"
+    assert choose_engine("auto", cnn, gpu) == "vectorized"
+    assert choose_engine("auto", FlatModel(bn_module()), gpu) == "sequential"  # BatchNorm statistics
+    assert choose_engine("sequential", mlp, cpu) == "sequential"  # a named engine is kept
+
+
+def test_stacked_forward_of_a_dense_chain_equals_each_model_alone():
+    fm = FlatModel(nn.Sequential(nn.Flatten(), nn.Linear(12, 6), nn.Tanh(), nn.Linear(6, 3, bias=False)))
+    assert [op for op, _ in fm.chain] == ["flatten", "linear", "apply", "linear"]
+    w = fm.flat() + 0.1 * torch.randn(4, fm.dim)
+    x = torch.randn(4, 5, 3, 4)
+    out, features = fm.stacked(w, x, features=True)
+    for i in range(4):
+        alone, alone_features = fm.features(w[i], x[i])
+        torch.testing.assert_close(out[i], alone)
+        torch.testing.assert_close(features[i], alone_features)

@@ -19,7 +19,7 @@ def digits_config(**changes) -> Config:
 
 
 def results(h) -> pd.DataFrame:
-    return h.rounds.drop(columns=TIMING, errors="ignore")
+    return h.rounds.drop(columns=[*TIMING, "engine"], errors="ignore")
 
 
 def client_results(h) -> pd.DataFrame:
@@ -33,6 +33,7 @@ def test_engines_give_the_same_history(algorithm, args):
     seq = run(cfg.replace(engine="sequential"), cache=False, progress=False)
     vec = run(cfg.replace(engine="vectorized"), cache=False, progress=False)
     assert seq.clients["steps"].nunique() > 1
+    assert set(seq.rounds["engine"].dropna()) == {"sequential"} and set(vec.rounds["engine"].dropna()) == {"vectorized"}
     pd.testing.assert_frame_equal(results(seq), results(vec), rtol=1e-4, atol=1e-5)
     pd.testing.assert_frame_equal(client_results(seq), client_results(vec), rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(seq.weights.numpy(), vec.weights.numpy(), rtol=1e-4, atol=1e-5)

@@ -1,8 +1,9 @@
 """Client execution engines, the client-program contract they run, and the functional view of models they share."""
-from .engines import ENGINES, Engine, RoundResult, SequentialEngine, VectorizedEngine
+from .engines import ENGINES, Engine, RoundResult, SequentialEngine, VectorizedEngine, choose_engine
 from .functional import FlatModel, evaluate, make_client_step
 from .plan import ClientPlan, local_steps, make_plan
 from .program import Batch, ClientInput, ClientProgram
 
 __all__ = ["ENGINES", "Batch", "ClientInput", "ClientPlan", "ClientProgram", "Engine", "FlatModel", "RoundResult",
-           "SequentialEngine", "VectorizedEngine", "evaluate", "local_steps", "make_client_step", "make_plan"]
+           "SequentialEngine", "VectorizedEngine", "choose_engine", "evaluate", "local_steps", "make_client_step",
+           "make_plan"]

@@ -157,10 +157,12 @@ def make_client_step(fm: FlatModel, program: ClientProgram, task: str, vectorize
 class BoundGradient:
     """(∇ objective, data loss) of one client at v, computed like a plain PyTorch loop: v is copied into the
     parameters of a private copy of the module, which runs as is (no per-step re-binding of parameters); the
-    objective's own dependence on w (FedProx's proximal term, ...) reaches v through a leaf copy of it."""
+    objective's own dependence on w (FedProx's proximal term, ...) reaches v through a leaf copy of it.
+    The sequential engine hands it the real rows only, so the data loss is the plain batch mean (one fused op)."""
 
     def __init__(self, fm: FlatModel, program: ClientProgram, task: str):
-        self.fm, self.program, self.per_sample = fm, program, sample_loss(task)
+        self.fm, self.program = fm, program
+        self.mean_loss = F.cross_entropy if task == "classification" else lambda out, y: out.mean()
         self.module = copy.deepcopy(fm.module).train()
         self.params = [p for p in self.module.parameters() if p.requires_grad]
         self.slots = [_owner(self.module, name) for name in fm.buffers]
@@ -182,7 +184,7 @@ class BoundGradient:
             features = self.seen[-1] if self.program.needs_features else None
             batch = Batch(x, y, mask, out, features,
                           lambda u: fm.features(u, x, {k: b.clone() for k, b in buffers.items()}))
-            data = batch.mean(self.per_sample(out, y))
+            data = self.mean_loss(out, y)
             total = self.program.objective(data, w, c, batch)
             direct, *grads = torch.autograd.grad(total, [w, *self.params], allow_unused=True)
         g = torch.cat([t.reshape(-1) if t is not None else p.new_zeros(p.numel())
@@ -204,6 +206,7 @@ class StackedGradient:
 
     def __init__(self, fm: FlatModel, program: ClientProgram, task: str):
         self.fm, self.program, self.per_sample = fm, program, sample_loss(task)
+        self.plain: bool | None = None  # whether the objective is the data loss itself (known after one call)
 
     def __call__(self, v, c, x, y, mask):
         leaves, spec = tree_flatten(c)
@@ -213,16 +216,26 @@ class StackedGradient:
         batch = Batch(x, y, mask, out, features, lambda u: self.fm.features(u, x, {}))
         return self.program.objective(data, w, c, batch)
 
-    def stack(self, v, c, c_dims, x, y, mask):
-        """Gradients [n, d] and data losses [n] of n clients (rows; c batched along ``c_dims``)."""
+    def stack(self, v, spec, leaves, dims, x, y, mask):
+        """Gradients [n, d] and data losses [n] of n clients (rows); the clients' inputs are the pytree ``spec``
+        of ``leaves``, batched along ``dims`` (None: shared)."""
         n, b = mask.shape
+        c, c_dims = tree_unflatten(leaves, spec), tree_unflatten(dims, spec)
         with torch.enable_grad():
             v = v.detach().requires_grad_(True)
             out, features = self.fm.stacked(v, x, self.program.needs_features)
             per_sample = self.per_sample(out.flatten(0, 1), y.flatten(0, 1)).view(n, b)
             data = (per_sample * mask).sum(1) / mask.sum(1).clamp_min(1)
-            dims = (0, 0, c_dims, 0, 0, 0, 0, None if features is None else 0)
-            total = vmap(self.objective, in_dims=dims)(data, v, c, x, y, mask, out, features)
+            if self.plain is None:  # probe client 0: an objective that hands back the data loss needs no vmap
+                first = tree_unflatten([t if d is None else t.select(d, 0) for t, d in zip(leaves, dims)], spec)
+                data0 = data[0]
+                self.plain = self.objective(data0, v[0], first, x[0], y[0], mask[0], out[0],
+                                            None if features is None else features[0]) is data0
+            if self.plain:
+                total = data
+            else:
+                in_dims = (0, 0, c_dims, 0, 0, 0, 0, None if features is None else 0)
+                total = vmap(self.objective, in_dims=in_dims)(data, v, c, x, y, mask, out, features)
             (g,) = torch.autograd.grad(total.sum(), v)
         return g, data.detach()
 
@@ -233,9 +246,9 @@ class _VmapGradient(torch.autograd.Function):
 
     @staticmethod
     def forward(stack, spec, v, x, y, mask, *leaves):
-        c = tree_unflatten([t[None] if isinstance(t, torch.Tensor) else t for t in leaves], spec)
-        dims = tree_unflatten([0 if isinstance(t, torch.Tensor) else None for t in leaves], spec)
-        g, data = stack(v[None], c, dims, x[None], y[None], mask[None])
+        dims = [0 if isinstance(t, torch.Tensor) else None for t in leaves]
+        leaves = [t[None] if d == 0 else t for t, d in zip(leaves, dims)]
+        g, data = stack(v[None], spec, leaves, dims, x[None], y[None], mask[None])
         return g[0], data[0]
 
     @staticmethod
@@ -251,10 +264,9 @@ class _VmapGradient(torch.autograd.Function):
         n = info.batch_size
         v, x, y, mask = (t.movedim(d, 0) if d is not None else t.expand(n, *t.shape)
                          for t, d in zip((v, x, y, mask), in_dims[2:6]))
-        leaf_dims = in_dims[6:]
-        c = tree_unflatten([t.movedim(d, 0) if d is not None else t for t, d in zip(leaves, leaf_dims)], spec)
-        dims = tree_unflatten([0 if d is not None else None for d in leaf_dims], spec)
-        return stack(v, c, dims, x, y, mask), (0, 0)
+        dims = [None if d is None else 0 for d in in_dims[6:]]
+        leaves = [t if d is None else t.movedim(d, 0) for t, d in zip(leaves, in_dims[6:])]
+        return stack(v, spec, leaves, dims, x, y, mask), (0, 0)
 
 
 @torch.no_grad()
