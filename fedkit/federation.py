@@ -72,6 +72,20 @@ class Round:
         return self.info.clients.cpu().numpy()
 
 
+@dataclass
+class Sent:
+    """A round up to local training: what the server sent and what the clients train on."""
+
+    before: FedState
+    info: RoundInfo
+    trains: np.ndarray  # which sampled clients train
+    trained_ids: torch.Tensor  # their ids
+    plans: list  # one per client that trains
+    message: dict  # the server's message to every sampled client, [n, ...]
+    clients: ClientInput  # the training clients' inputs, stacked
+    buffers: dict  # their BatchNorm statistics, stacked
+
+
 class Federation:
     """Data on the device, partition, model, algorithm, threat and engine of one config."""
 
@@ -125,13 +139,22 @@ class Federation:
         """Rounds s.t + 1, ..., T from state s (default: the initial one); stops early once nobody is eligible.
         ``trace`` records every client's local iterates (``round.result.paths``; sequential engine)."""
         s = s or self.initial()
-        while s.t < self.cfg.rounds and not self.nobody_eligible(s.server):
+        while self.continues(s):
             rnd = self.round(s, trace)
             s = rnd.after
             yield rnd
 
+    def continues(self, s: FedState) -> bool:
+        """Whether a round follows state s."""
+        return s.t < self.cfg.rounds and not self.nobody_eligible(s.server)
+
     def round(self, s: FedState, trace: bool = False) -> Round:
         """Round s.t + 1 from state s: sample, send, train locally, aggregate."""
+        sent = self.send(s)
+        return self.receive(sent, self.engine.train(sent.clients, sent.plans, sent.buffers, trace))
+
+    def send(self, s: FedState) -> Sent:
+        """Round s.t + 1 up to local training: sample, plan the minibatches, the server's message and root step."""
         alg, t = self.algorithm, s.t + 1
         clients = self.sample(t, s.server)
         ids = torch.as_tensor(clients, device=self.device)
@@ -149,14 +172,21 @@ class Federation:
         trained_ids = ids[honest]
         c = ClientInput(sent.expand(len(plans), -1), {k: v[honest] for k, v in message.items()},
                         {k: v[trained_ids] for k, v in s.kept.items()}, steps[honest], info.lr, t)
-        result = self.engine.train(c, plans, self._client_buffers(s.buffers, trained_ids, len(plans)), trace)
+        return Sent(s, info, trains, trained_ids, plans, message, c,
+                    self._client_buffers(s.buffers, trained_ids, len(plans)))
+
+    def receive(self, sent: Sent, result: RoundResult) -> Round:
+        """The rest of the round once the clients have trained: threat, aggregation, the state after it."""
+        s, alg, trained_ids = sent.before, self.algorithm, sent.trained_ids
         honest_uploads = result.uploads or {"delta": s.w.new_zeros(0, s.w.numel())}  # a sample of threats only
-        uploads = self.threat.uploads(clients, honest_uploads, s.w, s.w_prev)
-        w_new, server, metrics = alg.aggregate(s.w, s.server, uploads, info)
-        kept = {k: v.index_copy(0, trained_ids, result.kept[k]) for k, v in s.kept.items()} if plans else s.kept
+        uploads = self.threat.uploads(sent.info.clients.cpu().numpy(), honest_uploads, s.w, s.w_prev)
+        w_new, server, metrics = alg.aggregate(s.w, s.server, uploads, sent.info)
+        kept = ({k: v.index_copy(0, trained_ids, result.kept[k]) for k, v in s.kept.items()} if sent.plans
+                else s.kept)
         buffers = self._new_buffers(s.buffers, result.buffers, trained_ids)
-        after = FedState(t, w_new, s.w, server, kept, buffers)
-        return Round(info, trains, plans, message, uploads, result, metrics, after, self.nobody_eligible(server))
+        after = FedState(sent.info.t, w_new, s.w, server, kept, buffers)
+        return Round(sent.info, sent.trains, sent.plans, sent.message, uploads, result, metrics, after,
+                     self.nobody_eligible(server))
 
     def sample(self, t: int, server: dict | None) -> np.ndarray:
         """The clients of round t: a seeded draw without replacement among the eligible ones."""

@@ -20,6 +20,7 @@ import torch
 from tqdm.auto import tqdm
 
 from .config import Config
+from .engine import ClientInput, RoundResult
 from .errors import FedkitError
 from .federation import Federation, FedState, Round
 from .history import History, replacing
@@ -39,57 +40,142 @@ def run(cfg: Config, *, cache: str | Path | bool | None = None, progress: bool =
     run with the same config hash is loaded instead of retrained; an unfinished one resumes from its
     checkpoint (written after every round). ``callbacks`` get each round's record after it is logged.
     """
-    run_dir = None if cache is False else Path(default_cache() if cache in (None, True) else cache) / cfg.key()
-    if run_dir is not None and (run_dir / "meta.json").exists():
-        try:
-            return History.load(run_dir)
-        except FedkitError as err:
-            _set_aside(run_dir, f"{err}; training it again")
-    fed = Federation(cfg)
-    saved = _load_checkpoint(run_dir) if run_dir is not None else None
-    if saved is not None:
-        s, round_rows, client_rows = FedState(**saved["state"]), saved["rounds"], saved["clients"]
-    else:
-        s, client_rows = fed.initial(), []
-        round_rows = [{"round": 0, **fed.evaluate_all(s), "diverged": False}]
+    r = Run(cfg, cache=cache, progress=progress, callbacks=callbacks)
+    if r.history is None:
+        for rnd in r.fed.rounds(r.state):
+            if r.record(rnd):
+                break
+    return r.finish()
 
-    diverged = any(r["diverged"] for r in round_rows)
-    bar = tqdm(total=cfg.rounds, initial=s.t, disable=not progress or diverged,
-               desc=f"{cfg.algorithm} ({fed.engine_name})")
-    for rnd in ([] if diverged else fed.rounds(s)):
-        wall = time.perf_counter()
-        s, result = rnd.after, rnd.result
+
+class Run:
+    """One config's run around its rounds: the cache, checkpoint/resume, the evaluation schedule, divergence,
+    records and the simulated clock. ``history`` is set at once for a cached run; otherwise feed it the rounds
+    from ``state`` on (``record``, True once the run must stop) and ``finish``."""
+
+    def __init__(self, cfg: Config, *, cache=None, progress: bool = True, callbacks=()):
+        self.cfg, self.callbacks, self.history = cfg, callbacks, None
+        self.run_dir = None if cache is False else Path(default_cache() if cache in (None, True) else cache) / cfg.key()
+        if self.run_dir is not None and (self.run_dir / "meta.json").exists():
+            try:
+                self.history = History.load(self.run_dir)
+                return
+            except FedkitError as err:
+                _set_aside(self.run_dir, f"{err}; training it again")
+        self.fed = fed = Federation(cfg)
+        saved = _load_checkpoint(self.run_dir) if self.run_dir is not None else None
+        if saved is not None:
+            self.state = FedState(**saved["state"])
+            self.round_rows, self.client_rows = saved["rounds"], saved["clients"]
+        else:
+            self.state, self.client_rows = fed.initial(), []
+            self.round_rows = [{"round": 0, **fed.evaluate_all(self.state), "diverged": False}]
+        self.diverged = any(r["diverged"] for r in self.round_rows)
+        self.stopped = self.diverged
+        self.bar = tqdm(total=cfg.rounds, initial=self.state.t, disable=not progress or self.diverged,
+                        desc=f"{cfg.algorithm} ({fed.engine_name})")
+        self.wall = time.perf_counter()
+
+    @property
+    def active(self) -> bool:
+        """Whether another round is to be trained."""
+        return self.history is None and not self.stopped and self.fed.continues(self.state)
+
+    def record(self, rnd: Round) -> bool:
+        """Log round ``rnd`` (evaluate, check divergence, checkpoint); True when the run must stop."""
+        cfg, fed = self.cfg, self.fed
+        self.state = s = rnd.after
+        result = rnd.result
         diverged = not (bool(torch.isfinite(s.w).all()) and bool(torch.isfinite(result.train_loss).all()))
         evaluated = not diverged and (s.t % cfg.eval_every == 0 or s.t == cfg.rounds or rnd.stranded)
         scores = fed.evaluate_all(s) if evaluated else {"test_accuracy": np.nan, "test_loss": np.nan}
-        diverged = diverged or (evaluated and not np.isfinite(scores["test_loss"]))
+        self.diverged = diverged = diverged or (evaluated and not np.isfinite(scores["test_loss"]))
         clients = _client_rows(fed, rnd)
-        client_rows += clients
+        self.client_rows += clients
+        now = time.perf_counter()
         record = {"round": s.t, **scores, "train_loss": float(result.train_loss.mean()),
                   "clients": len(clients), "client_seconds_max": max(result.seconds, default=0.0),
-                  "client_seconds_sum": sum(result.seconds), "seconds": time.perf_counter() - wall,
+                  "client_seconds_sum": sum(result.seconds), "seconds": now - self.wall,
                   "bytes_up": sum(r["bytes_up"] for r in clients), "bytes_down": sum(r["bytes_down"] for r in clients),
                   "sim_seconds": _simulated_seconds(cfg, rnd, clients), "engine": fed.engine_name, "diverged": diverged}
-        round_rows.append(record)
-        if run_dir is not None:
-            _save_checkpoint(run_dir, {"state": asdict(s), "rounds": round_rows, "clients": client_rows})
-        bar.update()
-        bar.set_postfix(acc=f"{scores['test_accuracy']:.4f}", loss=f"{record['train_loss']:.4f}")
-        for callback in callbacks:
+        self.round_rows.append(record)
+        if self.run_dir is not None:
+            _save_checkpoint(self.run_dir, {"state": asdict(s), "rounds": self.round_rows, "clients": self.client_rows})
+        self.bar.update()
+        self.bar.set_postfix(acc=f"{scores['test_accuracy']:.4f}", loss=f"{record['train_loss']:.4f}")
+        for callback in self.callbacks:
             callback(record, s.w)
-        if diverged or (cfg.stop_accuracy is not None and scores["test_accuracy"] >= cfg.stop_accuracy):
-            break
-    bar.close()
+        self.wall = time.perf_counter()
+        self.stopped = diverged or (cfg.stop_accuracy is not None and scores["test_accuracy"] >= cfg.stop_accuracy)
+        return self.stopped
 
-    last = round_rows[-1]["round"]
-    ended_early = (f"no eligible client left after round {last} (every honest client was expelled)"
-                   if fed.nobody_eligible(s.server) and last < cfg.rounds else None)
-    history = History(cfg.to_dict(), pd.DataFrame(round_rows), pd.DataFrame(client_rows), diverged, ended_early, s.w)
-    if run_dir is not None:
-        history.save(run_dir, fmt="parquet")
-        for name in ("checkpoint.pt", "checkpoint.prev.pt"):
-            (run_dir / name).unlink(missing_ok=True)
-    return history
+    def finish(self) -> History:
+        """The run's History (saved to the cache, checkpoints removed)."""
+        if self.history is not None:
+            return self.history
+        self.bar.close()
+        cfg, s = self.cfg, self.state
+        last = self.round_rows[-1]["round"]
+        ended_early = (f"no eligible client left after round {last} (every honest client was expelled)"
+                       if self.fed.nobody_eligible(s.server) and last < cfg.rounds else None)
+        self.history = History(cfg.to_dict(), pd.DataFrame(self.round_rows), pd.DataFrame(self.client_rows),
+                               self.diverged, ended_early, s.w)
+        if self.run_dir is not None:
+            self.history.save(self.run_dir, fmt="parquet")
+            for name in ("checkpoint.pt", "checkpoint.prev.pt"):
+                (self.run_dir / name).unlink(missing_ok=True)
+        return self.history
+
+
+def run_together(cfgs: list[Config], **run_args) -> list[History]:
+    """Configs that differ only in their seed, trained in lockstep: each round the clients of every seed train in
+    ONE call of the vectorized engine (a taller stack; its per-step overhead is paid once). Each seed keeps its own
+    random streams, cache entry and checkpoints, and its history equals its own ``run``'s to float tolerance.
+    Configs the vectorized engine would not run, or whose data or frozen parameters differ, run one by one."""
+    runs = [Run(cfg, **run_args) for cfg in cfgs]
+    live = [r for r in runs if r.history is None]
+    if not _share_an_engine(live):
+        for r in live:
+            for rnd in r.fed.rounds(r.state):
+                if r.record(rnd):
+                    break
+        return [r.finish() for r in runs]
+    engine = live[0].fed.engine
+    while live := [r for r in live if r.active]:
+        sent = [r.fed.send(r.state) for r in live]
+        result = engine.train(_join([x.clients for x in sent]), [p for x in sent for p in x.plans], {})
+        for r, x, part in zip(live, sent, _split(result, [len(x.plans) for x in sent])):
+            r.record(r.fed.receive(x, part))
+    return [r.finish() for r in runs]
+
+
+def _share_an_engine(runs: list[Run]) -> bool:
+    if len(runs) < 2:
+        return False
+    first = runs[0].fed
+    return all(r.fed.engine_name == "vectorized" and r.cfg.replace(seed=0) == first.cfg.replace(seed=0)
+               and torch.equal(r.fed.x_train, first.x_train) and torch.equal(r.fed.y_train, first.y_train)
+               and all(torch.equal(v, first.fm.frozen[k]) for k, v in r.fed.fm.frozen.items()) for r in runs)
+
+
+def _join(inputs: list[ClientInput]) -> ClientInput:
+    """Several federations' training clients as one stack (same round, same η_l)."""
+    first = inputs[0]
+    cat = lambda key: {k: torch.cat([getattr(c, key)[k] for c in inputs]) for k in getattr(first, key)}  # noqa: E731
+    return ClientInput(torch.cat([c.w0 for c in inputs]), cat("recv"), cat("kept"),
+                       torch.cat([c.steps for c in inputs]), first.lr, first.t)
+
+
+def _split(result: RoundResult, counts: list[int]) -> list[RoundResult]:
+    """The joined round's result, cut back into each federation's clients."""
+    parts, start = [], 0
+    for n in counts:
+        rows = slice(start, start + n)
+        parts.append(RoundResult({k: v[rows] for k, v in result.uploads.items()},
+                                 {k: v[rows] for k, v in result.kept.items()}, result.train_loss[rows],
+                                 result.seconds[rows]))
+        start += n
+    return parts
 
 
 def _client_rows(fed: Federation, rnd: Round) -> list[dict]:

@@ -8,14 +8,19 @@ import pandas as pd
 
 from .config import Config
 from .history import History
-from .runner import run
+from .runner import run_together
 
 
 def run_seeds(configs: dict[str, Config], seeds, **run_args) -> dict[tuple[str, int], History]:
-    """Every labelled config at every seed, keyed (label, seed); ``run_args`` go to ``run`` (cache, progress)."""
+    """Every labelled config at every seed, keyed (label, seed); ``run_args`` go to ``run`` (cache, progress).
+    The seeds of a config the vectorized engine runs train together, in one stack per round (``run_together``)."""
     run_args.setdefault("progress", False)
-    return {(label, int(seed)): run(cfg.replace(seed=int(seed)), **run_args)
-            for label, cfg in configs.items() for seed in seeds}
+    seeds = [int(seed) for seed in seeds]
+    out = {}
+    for label, cfg in configs.items():
+        histories = run_together([cfg.replace(seed=seed) for seed in seeds], **run_args)
+        out.update({(label, seed): h for seed, h in zip(seeds, histories)})
+    return out
 
 
 def tidy(histories: dict[tuple[str, int], History], column: str = "test_accuracy") -> pd.DataFrame:

@@ -47,3 +47,27 @@ def test_each_seed_is_a_cached_run(tmp_path, monkeypatch):
     monkeypatch.setattr(sys.modules["fedkit.runner"], "Federation", lambda cfg: pytest.fail("retrained"))
     again = run_seeds(configs, [0, 1], cache=tmp_path)
     pd.testing.assert_frame_equal(again["FedProx", 1].rounds, runs["FedProx", 1].rounds, check_dtype=False)
+
+
+@pytest.mark.parametrize("algorithm, steps", [("fedavg", None), ("scaffold", None), ("taco", 5)])
+def test_seeds_trained_together_equal_each_seed_alone(tmp_path, algorithm, steps):
+    """One stack per round for all seeds (a client's rows are its own): each seed's history and model are its
+    own run's, to float tolerance; a seed already in the cache is loaded, the others still train together."""
+    from fedkit import run
+    from fedkit.runner import run_together
+
+    base = Config(dataset="digits", partition="dirichlet", partition_args={"phi": 0.5}, num_clients=6,
+                  clients_per_round=4, model="mlp", model_args={"hidden": [16]}, rounds=3, local_steps=steps,
+                  local_epochs=None if steps else 1, batch_size=32, lr=0.1, algorithm=algorithm)
+    cfgs = [base.replace(seed=seed) for seed in (0, 1, 2)]
+    alone = [run(cfg, cache=False, progress=False) for cfg in cfgs]
+    run(cfgs[1], cache=tmp_path, progress=False)  # seed 1 is cached
+    together = run_together(cfgs, cache=tmp_path, progress=False)
+    assert set(together[0].rounds["engine"].dropna()) == {"vectorized"}
+    for a, b in zip(alone, together):
+        columns = ["round", "test_accuracy", "test_loss", "train_loss", "clients", "bytes_up"]
+        pd.testing.assert_frame_equal(a.rounds[columns], b.rounds[columns], rtol=1e-4, atol=1e-5,
+                                      check_dtype=False)
+    for a, b in (alone[0], together[0]), (alone[2], together[2]):  # trained together (seed 1 came from the cache)
+        np.testing.assert_allclose(a.weights.numpy(), b.weights.numpy(), rtol=1e-4, atol=1e-5)
+    assert not together[0].rounds["test_accuracy"].equals(together[2].rounds["test_accuracy"])  # seeds differ
