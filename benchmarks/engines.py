@@ -6,6 +6,8 @@ Workloads (500 random samples per client, batch 64, η_l = 0.01):
   adult     the adult MLP 123-32-16-8-2, 20 clients, K = 100
   adult100  the same MLP, 100 clients, K = 20
   cnn       the NIID-Bench CNN on 28×28, 20 clients, K = 20
+  fc500     DRAG's FC-500 on 28×28, 20 clients, K = 20
+  lstm      the LEAF Shakespeare character LSTM on 80-character windows, 10 clients, K = 5
 The plain loop is what one writes without a framework: one nn.Module, torch.optim.SGD, zero_grad/backward/step,
 the model loaded from the flat global vector per client. Each pass times every engine once on the same round
 (order rotated per pass, untimed warm-up first); printed: the median seconds per round and the ratio to the plain
@@ -32,6 +34,7 @@ WORKLOADS = {  # model, input shape, classes, clients, K
     "adult100": ("mlp", (123,), 2, 100, 20),
     "cnn": ("cnn", (1, 28, 28), 10, 20, 20),
     "fc500": ("fc500", (1, 28, 28), 10, 20, 20),
+    "lstm": ("lstm", (80,), 80, 10, 5),  # the LEAF Shakespeare LSTM on 80-character windows
 }
 
 
@@ -66,7 +69,9 @@ def main():
     per_client, batch, lr = 500, 64, 0.01
     n = n_clients * per_client
     device = torch.device(args.device)
-    x, y = torch.rand(n, *shape, device=device), torch.randint(0, classes, (n,), device=device)
+    x = (torch.randint(0, classes, (n, *shape), device=device) if model == "lstm"
+         else torch.rand(n, *shape, device=device))
+    y = torch.randint(0, classes, (n,), device=device)
     parts = np.arange(n).reshape(n_clients, per_client)
     rng = np.random.default_rng(0)
     plans = [make_plan(i, parts[i], batch, steps, rng) for i in range(n_clients)]
