@@ -125,6 +125,9 @@ def test_auto_engine_rule():
     assert choose_engine("auto", cnn, gpu) == "vectorized"
     assert choose_engine("auto", FlatModel(bn_module()), gpu) == "sequential"  # BatchNorm statistics
     assert choose_engine("sequential", mlp, cpu) == "sequential"  # a named engine is kept
+    fc500 = FlatModel(build_model("fc500", (1, 28, 28), 10))  # a dense chain too big to win on a CPU
+    assert fc500.chain is not None and choose_engine("auto", fc500, cpu) == "sequential"
+    assert choose_engine("auto", fc500, gpu) == "vectorized"
 
 
 def test_stacked_forward_of_a_dense_chain_equals_each_model_alone():

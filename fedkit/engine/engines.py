@@ -168,14 +168,21 @@ def _where_active(active: torch.Tensor, new: torch.Tensor, old: torch.Tensor) ->
 ENGINES = {"sequential": SequentialEngine, "vectorized": VectorizedEngine}
 
 
+CPU_VECTORIZED_MAX_PARAMETERS = 200_000  # dense chains up to this size run vectorized on a CPU (see choose_engine)
+
+
 def choose_engine(name: str, fm: FlatModel, device: torch.device) -> str:
     """The engine a config's ``engine`` names; "auto" picks the faster one for the model and device, by a rule
-    read off benchmarks/engines.py (2-thread CPU; an H100): a model with BatchNorm statistics runs sequentially
-    (the vectorized engine cannot carry them); on a GPU everything else runs vectorized (7.7× the sequential engine
-    on the small CNN); on a CPU dense chains run vectorized (4.3× a plain PyTorch loop on the adult MLP) and other
-    models sequentially (the vectorized CNN round is 0.9× the sequential one on a CPU)."""
+    read off benchmarks/engines.py (2-thread CPU, vectorized/sequential time per round; an H100):
+    - a model with BatchNorm statistics: sequential (the vectorized engine cannot carry them);
+    - on a GPU, everything else: vectorized (7.7× the sequential engine on the small CNN, 8.2× on the MLP);
+    - on a CPU, dense chains of at most 200k parameters: vectorized (4.6k-parameter adult MLP 4.0×, 19k 2.6×,
+      53k 1.6×, 154k 1.4× the sequential engine; the 398k FC-500 0.94×); every other model: sequential (the small
+      CNN 0.9×)."""
     if name != "auto":
         return name
     if fm.buffers:
         return "sequential"
-    return "vectorized" if device.type != "cpu" or fm.chain is not None else "sequential"
+    if device.type != "cpu":
+        return "vectorized"
+    return "vectorized" if fm.chain is not None and fm.dim <= CPU_VECTORIZED_MAX_PARAMETERS else "sequential"
