@@ -3,6 +3,7 @@ from ..registry import build
 from .base import Algorithm, RoundInfo, Settings
 from .fedacg import FedACG
 from .fedavg import FedAvg
+from .feddyn import FedDyn
 from .fedprox import FedProx
 from .foolsgold import FoolsGold
 from .scaffold import Scaffold
@@ -11,7 +12,7 @@ from .taco import Taco
 from .tailored import Tailored
 
 ALGORITHMS: dict[str, type[Algorithm]] = {cls.name: cls for cls in (FedAvg, FedProx, Scaffold, Taco, FoolsGold,
-                                                                    FedACG, Stem, Tailored)}
+                                                                    FedACG, Stem, Tailored, FedDyn)}
 
 
 def make_algorithm(name: str, run: Settings | None = None, **hyper) -> Algorithm:
