@@ -184,3 +184,45 @@ def test_feddyn_first_round_of_full_participation_is_fedavg_with_a_proximal_term
     thetas = [local_gd(w0, b[i], a[i], 3, 0.15, lambda v: alpha * (v - w0)) for i in range(4)]
     expected = np.mean(thetas, axis=0) + np.mean([y - w0 for y in thetas], axis=0)
     np.testing.assert_allclose(final_weights(cfg), expected, rtol=1e-5, atol=1e-6)
+
+
+def test_fednova_server_step_by_hand():
+    from fedkit.algorithms import RoundInfo, Settings, make_algorithm
+
+    nova = make_algorithm("fednova", Settings(num_clients=2))
+    ups = {"delta": torch.tensor([[-2.0, 0.0], [0.0, -6.0]]), "a": torch.tensor([2.0, 3.0])}
+    info = RoundInfo(1, torch.tensor([0, 1]), torch.tensor([1, 3]), torch.tensor([2.0, 3.0]), 0.1)
+    w, _, metrics = nova.aggregate(torch.zeros(2), {}, ups, info)
+    # p = (1/4, 3/4), d_i = Δ_i / a_i = (−1, 0), (0, −2), τ_eff = 2/4 + 9/4 = 2.75
+    torch.testing.assert_close(w, torch.tensor([-0.6875, -4.125]))
+
+
+@pytest.mark.parametrize("momentum, mu", [(0.0, 0.0), (0.6, 0.0), (0.0, 0.8)])
+def test_fednova_normaliser_is_the_l1_norm_of_the_step_weights(momentum, mu):
+    # the solver's update after τ steps is −η Σ_k w_k g_k (g frozen); a_i = Σ_k w_k
+    from fedkit.algorithms import Settings, make_algorithm
+    from fedkit.optim import SGD
+
+    lr, tau = 0.1, 7
+    nova = make_algorithm("fednova", Settings(optimizer=SGD(lr=lr, momentum=momentum)), mu=mu)
+    if mu:  # proximal: y_{k+1} − x = (1 − ημ)(y_k − x) − η g, so the k-th gradient carries (1 − ημ)^(τ−1−k)
+        weights = [(1 - lr * mu) ** k for k in range(tau)]
+    else:  # heavy ball: the k-th gradient (0-based) enters the remaining τ − k steps with 1 + ρ + … + ρ^(τ−1−k)
+        weights = [sum(momentum**j for j in range(tau - k)) for k in range(tau)]
+    assert float(nova.normaliser(torch.tensor(float(tau)), lr)) == pytest.approx(sum(weights), rel=1e-6)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_fednova_with_equal_steps_is_fedavg(engine):
+    # a_i is the same for every client when all τ_i are equal, so τ_eff Σ p_i Δ_i / a_i = Σ p_i Δ_i
+    nova = final_weights(toy_config(engine=engine, algorithm="fednova", rounds=2,
+                                    optimizer_args={"momentum": 0.5}))
+    avg = final_weights(toy_config(engine=engine, rounds=2, optimizer_args={"momentum": 0.5}))
+    np.testing.assert_allclose(nova, avg, rtol=1e-5, atol=1e-6)
+
+
+def test_fednova_refuses_adam():
+    from fedkit import ConfigError
+
+    with pytest.raises(ConfigError, match="fednova"):
+        toy_config(algorithm="fednova", optimizer="adam")

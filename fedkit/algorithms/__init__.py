@@ -4,6 +4,7 @@ from .base import Algorithm, RoundInfo, Settings
 from .fedacg import FedACG
 from .fedavg import FedAvg
 from .feddyn import FedDyn
+from .fednova import FedNova
 from .fedprox import FedProx
 from .foolsgold import FoolsGold
 from .scaffold import Scaffold
@@ -12,7 +13,8 @@ from .taco import Taco
 from .tailored import Tailored
 
 ALGORITHMS: dict[str, type[Algorithm]] = {cls.name: cls for cls in (FedAvg, FedProx, Scaffold, Taco, FoolsGold,
-                                                                    FedACG, Stem, Tailored, FedDyn)}
+                                                                    FedACG, Stem, Tailored, FedDyn,
+                                                                    FedNova)}
 
 
 def make_algorithm(name: str, run: Settings | None = None, **hyper) -> Algorithm:

@@ -127,4 +127,4 @@ class Algorithm:
 
     def bytes_up(self, ups: Tensors) -> torch.Tensor:
         """Bytes each client uploads [n] (default: every entry of its upload)."""
-        return sum(v.flatten(1).shape[1] * v.element_size() * torch.ones(len(v)) for v in ups.values())
+        return sum(v.reshape(len(v), -1).shape[1] * v.element_size() * torch.ones(len(v)) for v in ups.values())
