@@ -7,6 +7,7 @@ from .feddyn import FedDyn
 from .fednova import FedNova
 from .fedprox import FedProx
 from .foolsgold import FoolsGold
+from .moon import Moon
 from .scaffold import Scaffold
 from .stem import Stem
 from .taco import Taco
@@ -14,7 +15,7 @@ from .tailored import Tailored
 
 ALGORITHMS: dict[str, type[Algorithm]] = {cls.name: cls for cls in (FedAvg, FedProx, Scaffold, Taco, FoolsGold,
                                                                     FedACG, Stem, Tailored, FedDyn,
-                                                                    FedNova)}
+                                                                    FedNova, Moon)}
 
 
 def make_algorithm(name: str, run: Settings | None = None, **hyper) -> Algorithm:

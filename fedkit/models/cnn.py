@@ -7,6 +7,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from fedkit.errors import ConfigError
+
 from ._shapes import image_shape
 
 _CONV5 = (5, 1, 0, False)
@@ -18,13 +20,17 @@ _POOL3S2 = (3, 2, 0, True)  # ceil_mode: TF 'SAME' pooling windows
 class SimpleCNN(nn.Module):
     """NIID-Bench simple CNN (§20.1): conv5(6) → pool → conv5(16) → pool → 120 → 84 → C.
 
-    44,426 params for (1, 28, 28) and 10 classes, 62,006 for (3, 32, 32).
+    44,426 params for (1, 28, 28) and 10 classes, 62,006 for (3, 32, 32). ``projection`` = P > 0 inserts MOON's
+    projection head (84 → 84 → ReLU → P) before the output layer, which then reads the P-dim projection
+    (algorithms-baselines §10: the original MOON code).
     """
 
     model_name = "cnn"
 
-    def __init__(self, input_shape: tuple[int, ...], num_classes: int):
+    def __init__(self, input_shape: tuple[int, ...], num_classes: int, projection: int = 0):
         super().__init__()
+        if not isinstance(projection, int) or isinstance(projection, bool) or projection < 0:
+            raise ConfigError(f"model 'cnn': projection must be an int >= 0, got {projection!r}")
         example = "(1, 28, 28) or (3, 32, 32)"
         c, h, w = image_shape(self.model_name, input_shape, [_CONV5, _POOL2] * 2, example)
         self.features = nn.Sequential(
@@ -32,8 +38,10 @@ class SimpleCNN(nn.Module):
             nn.Conv2d(6, 16, 5), nn.ReLU(), nn.MaxPool2d(2),
             nn.Flatten(),
         )
+        head = [nn.Linear(84, 84), nn.ReLU(), nn.Linear(84, projection)] if projection else []
         self.classifier = nn.Sequential(
-            nn.Linear(16 * h * w, 120), nn.ReLU(), nn.Linear(120, 84), nn.ReLU(), nn.Linear(84, num_classes)
+            nn.Linear(16 * h * w, 120), nn.ReLU(), nn.Linear(120, 84), nn.ReLU(), *head,
+            nn.Linear(projection or 84, num_classes)
         )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
