@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from test_algorithms import final_weights, toy_config
 from torch import nn
 from torch.func import functional_call, vmap
 
@@ -10,8 +11,6 @@ from fedkit.algorithms import Settings, make_algorithm
 from fedkit.engine import ClientInput, FlatModel, make_client_step
 from fedkit.models import build_model
 from fedkit.optim import SGD
-
-from test_algorithms import final_weights, toy_config
 
 
 def reference_loss(module, params, x, y, w_glob, w_prev, mu, tau):
