@@ -85,8 +85,9 @@ class Config:
             return self.clients_per_round
         return max(1, round(self.participation * self.num_clients))
 
-    def settings(self):
-        """The run's settings an algorithm is built with, including the client optimizer (η_l and its schedule)."""
+    def settings(self, layout=None):
+        """The run's settings an algorithm is built with, including the client optimizer (η_l and its schedule)
+        and, from a Federation, the model's ``layout``."""
         from .algorithms import ALGORITHMS, Settings
         from .optim import make_optimizer, make_schedule
 
@@ -95,13 +96,14 @@ class Config:
         optimizer = make_optimizer(name, schedule, lr=self.lr, **self.optimizer_args)
         return Settings(num_clients=self.num_clients, clients_per_round=self.sampled_per_round(), rounds=self.rounds,
                         local_steps=self.local_steps, local_epochs=self.local_epochs, batch_size=self.batch_size,
-                        server_lr=self.server_lr, optimizer=optimizer)
+                        server_lr=self.server_lr, optimizer=optimizer, layout=layout)
 
-    def build_algorithm(self):
-        """The run's algorithm, built once with its settings and hyper-parameters (each checked on the way)."""
+    def build_algorithm(self, layout=None):
+        """The run's algorithm, built with its settings and hyper-parameters (each checked on the way); a
+        Federation passes the model's ``layout`` for algorithms that select tensors on the client side."""
         from .algorithms import make_algorithm
 
-        return make_algorithm(self.algorithm, self.settings(), **self.algorithm_args)
+        return make_algorithm(self.algorithm, self.settings(layout), **self.algorithm_args)
 
 
 def _unknown_fields_named(init):

@@ -110,7 +110,7 @@ class Federation:
             torch.manual_seed(int(rng(cfg.seed, INIT).integers(2**31)))
             module = build_model(cfg.model, data.input_shape, data.num_classes, **cfg.model_args)
         self.fm = FlatModel(module.to(self.device))
-        self.algorithm = cfg.build_algorithm()
+        self.algorithm = cfg.build_algorithm(self.fm.layout)
         self.engine_name = choose_engine(cfg.engine, self.fm, self.device)
         self.engine = ENGINES[self.engine_name](self.fm, self.algorithm, self.task, self.x_train, self.y_train)
         self.threat = chosen_threat(cfg)

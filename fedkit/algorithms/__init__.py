@@ -6,6 +6,7 @@ from .fedavg import FedAvg
 from .feddyn import FedDyn
 from .fednova import FedNova
 from .fedprox import FedProx
+from .fedpvr import FedPVR
 from .foolsgold import FoolsGold
 from .moon import Moon
 from .scaffold import Scaffold
@@ -15,7 +16,7 @@ from .tailored import Tailored
 
 ALGORITHMS: dict[str, type[Algorithm]] = {cls.name: cls for cls in (FedAvg, FedProx, Scaffold, Taco, FoolsGold,
                                                                     FedACG, Stem, Tailored, FedDyn,
-                                                                    FedNova, Moon)}
+                                                                    FedNova, Moon, FedPVR)}
 
 
 def make_algorithm(name: str, run: Settings | None = None, **hyper) -> Algorithm:

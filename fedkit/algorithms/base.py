@@ -33,6 +33,7 @@ class Settings:
     batch_size: int = 1
     server_lr: float = 1.0  # η_g in delta units
     optimizer: Optimizer = field(default_factory=SGD)  # the client optimizer: η_l, its schedule, its rule
+    layout: Layout | None = None  # the model's tensors; set when a Federation builds the algorithm (None in checks)
 
 
 @dataclass
