@@ -78,11 +78,12 @@ class Sent:
 
     before: FedState
     info: RoundInfo
-    trains: np.ndarray  # which sampled clients train
+    clients: np.ndarray  # the sampled clients
+    trains: np.ndarray  # which of them train
     trained_ids: torch.Tensor  # their ids
     plans: list  # one per client that trains
     message: dict  # the server's message to every sampled client, [n, ...]
-    clients: ClientInput  # the training clients' inputs, stacked
+    inputs: ClientInput  # the training clients' inputs, stacked
     buffers: dict  # their BatchNorm statistics, stacked
 
 
@@ -151,7 +152,7 @@ class Federation:
     def round(self, s: FedState, trace: bool = False) -> Round:
         """Round s.t + 1 from state s: sample, send, train locally, aggregate."""
         sent = self.send(s)
-        return self.receive(sent, self.engine.train(sent.clients, sent.plans, sent.buffers, trace))
+        return self.receive(sent, self.engine.train(sent.inputs, sent.plans, sent.buffers, trace))
 
     def send(self, s: FedState) -> Sent:
         """Round s.t + 1 up to local training: sample, plan the minibatches, the server's message and root step."""
@@ -172,14 +173,14 @@ class Federation:
         trained_ids = ids[honest]
         c = ClientInput(sent.expand(len(plans), -1), {k: v[honest] for k, v in message.items()},
                         {k: v[trained_ids] for k, v in s.kept.items()}, steps[honest], info.lr, t)
-        return Sent(s, info, trains, trained_ids, plans, message, c,
+        return Sent(s, info, clients, trains, trained_ids, plans, message, c,
                     self._client_buffers(s.buffers, trained_ids, len(plans)))
 
     def receive(self, sent: Sent, result: RoundResult) -> Round:
         """The rest of the round once the clients have trained: threat, aggregation, the state after it."""
         s, alg, trained_ids = sent.before, self.algorithm, sent.trained_ids
         honest_uploads = result.uploads or {"delta": s.w.new_zeros(0, s.w.numel())}  # a sample of threats only
-        uploads = self.threat.uploads(sent.info.clients.cpu().numpy(), honest_uploads, s.w, s.w_prev)
+        uploads = self.threat.uploads(sent.clients, honest_uploads, s.w, s.w_prev)
         w_new, server, metrics = alg.aggregate(s.w, s.server, uploads, sent.info)
         kept = ({k: v.index_copy(0, trained_ids, result.kept[k]) for k, v in s.kept.items()} if sent.plans
                 else s.kept)

@@ -41,10 +41,7 @@ def run(cfg: Config, *, cache: str | Path | bool | None = None, progress: bool =
     checkpoint (written after every round). ``callbacks`` get each round's record after it is logged.
     """
     r = Run(cfg, cache=cache, progress=progress, callbacks=callbacks)
-    if r.history is None:
-        for rnd in r.fed.rounds(r.state):
-            if r.record(rnd):
-                break
+    r.train_alone()
     return r.finish()
 
 
@@ -80,6 +77,13 @@ class Run:
     def active(self) -> bool:
         """Whether another round is to be trained."""
         return self.history is None and not self.stopped and self.fed.continues(self.state)
+
+    def train_alone(self) -> None:
+        """Train the remaining rounds with this run's own engine (nothing for a cached, finished or diverged run)."""
+        if self.active:
+            for rnd in self.fed.rounds(self.state):
+                if self.record(rnd):
+                    break
 
     def record(self, rnd: Round) -> bool:
         """Log round ``rnd`` (evaluate, check divergence, checkpoint); True when the run must stop."""
@@ -136,14 +140,12 @@ def run_together(cfgs: list[Config], **run_args) -> list[History]:
     live = [r for r in runs if r.history is None]
     if not _share_an_engine(live):
         for r in live:
-            for rnd in r.fed.rounds(r.state):
-                if r.record(rnd):
-                    break
+            r.train_alone()
         return [r.finish() for r in runs]
     engine = live[0].fed.engine
     while live := [r for r in live if r.active]:
         sent = [r.fed.send(r.state) for r in live]
-        result = engine.train(_join([x.clients for x in sent]), [p for x in sent for p in x.plans], {})
+        result = engine.train(_join([x.inputs for x in sent]), [p for x in sent for p in x.plans], {})
         for r, x, part in zip(live, sent, _split(result, [len(x.plans) for x in sent])):
             r.record(r.fed.receive(x, part))
     return [r.finish() for r in runs]

@@ -186,6 +186,13 @@ def test_feddyn_first_round_of_full_participation_is_fedavg_with_a_proximal_term
     np.testing.assert_allclose(final_weights(cfg), expected, rtol=1e-5, atol=1e-6)
 
 
+def test_feddyn_refuses_a_server_learning_rate():
+    from fedkit import ConfigError
+
+    with pytest.raises(ConfigError, match="server_lr=0.5"):
+        toy_config(algorithm="feddyn", server_lr=0.5)
+
+
 def test_fednova_server_step_by_hand():
     from fedkit.algorithms import RoundInfo, Settings, make_algorithm
 

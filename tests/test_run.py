@@ -61,6 +61,20 @@ def test_algorithm_does_not_change_partition_sampling_or_batches():
     assert not all(np.array_equal(p, q) for p, q in zip(avg.parts, other.parts))
 
 
+def test_a_run_interrupted_after_it_diverged_resumes_as_diverged(tmp_path, monkeypatch):
+    cfg = digits_config(lr=1e10, rounds=6)
+
+    def interrupt(record, w):  # after the diverged round's checkpoint is written, before the run is finished
+        if record["diverged"]:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run(cfg, cache=tmp_path, progress=False, callbacks=(interrupt,))
+    monkeypatch.setattr(Federation, "round", lambda *args, **kwargs: pytest.fail("trained after divergence"))
+    h = run(cfg, cache=tmp_path, progress=False)
+    assert h.diverged and h.rounds["diverged"].iloc[-1]
+
+
 def test_divergence_is_recorded_not_raised():
     h = run(digits_config(lr=1e10, rounds=6), cache=False, progress=False)
     assert h.diverged

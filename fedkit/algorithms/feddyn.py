@@ -6,12 +6,14 @@ after training                       g_i ← g_i − α(θ_i − θ_t)          
 Server, N clients, P_t sampled:      h ← h − α (1/N) Σ_{i∈P_t} (θ_i − θ_t)    (line 10)
                                      θ_{t+1} = (1/|P_t|) Σ_{i∈P_t} θ_i − h/α  (line 11)
 The plain average of the active clients' models is reported too (``active``), as the official code logs it.
+Line 11 has no server learning rate: a ``server_lr`` other than 1 is refused.
 Not copied from the official code: its per-client α scaling and gradient clipping (algorithms-baselines §9).
 """
 from typing import Annotated
 
 import torch
 
+from ..errors import ConfigError
 from .base import Algorithm
 
 
@@ -20,6 +22,8 @@ class FedDyn(Algorithm):
 
     def __init__(self, run, alpha: Annotated[float, "(0, inf)"] = 0.01):
         super().__init__(run, "uniform")
+        if run.server_lr != 1.0:
+            raise ConfigError(f"feddyn has no server learning rate (its Alg. 1 line 11), got server_lr={run.server_lr}")
         self.alpha = alpha
 
     def init(self, w0, layout):

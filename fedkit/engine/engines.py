@@ -133,7 +133,7 @@ class VectorizedEngine(Engine):
         start = time.perf_counter()
         n, device = len(plans), clients.w0.device
         counts = [p.steps for p in plans]  # host-side: no device sync to learn who is still stepping
-        k_max, batch = max(counts), plans[0].indices.shape[1]
+        k_min, k_max, batch = min(counts), max(counts), plans[0].indices.shape[1]
         indices = torch.zeros(n, k_max, batch, dtype=torch.int64)
         mask = torch.zeros(n, k_max, batch)
         for j, p in enumerate(plans):
@@ -145,7 +145,7 @@ class VectorizedEngine(Engine):
         for k in range(k_max):
             rows = indices[:, k]
             w_new, local_new, loss = self.vstep(w, local, clients, self.x[rows], self.y[rows], mask[:, k], {})
-            if k < min(counts):
+            if k < k_min:
                 w, local = w_new, local_new
                 losses.append(loss)
             else:
