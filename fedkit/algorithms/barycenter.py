@@ -52,3 +52,19 @@ def wasserstein_barycenter(u: torch.Tensor, eps: float = 1e-5, iterations: int =
         gamma = torch.exp(-distances / eps)  # eq. 12
         b = (w * gamma) @ u / ((w * gamma).sum() + 1e-10)  # eq. 13
     return Barycenter(b, gamma)
+
+
+def free_support_barycenter(u: torch.Tensor, iterations: int = 100) -> Barycenter:
+    """For comparison with eqs. 12–13: the W2 barycenter of the rows' value distributions computed by POT
+    (``ot.lp.free_support_barycenter``, uniform weights, started from the sorted mean), its values placed in the
+    rank order of the mean vector's entries (W2 ignores positions, a model tensor does not). γ is 1 for every
+    client (no one is down-weighted)."""
+    u = u.detach().to(torch.float64)
+    n, m = u.shape
+    mean = u.mean(0)
+    uniform = torch.full((m,), 1.0 / m, dtype=torch.float64, device=u.device)
+    support = ot.lp.free_support_barycenter([row[:, None] for row in u], [uniform] * n, mean.sort().values[:, None],
+                                            numItermax=iterations)
+    value = torch.empty_like(mean)
+    value[mean.argsort()] = support[:, 0].sort().values
+    return Barycenter(value, torch.ones(n, dtype=torch.float64, device=u.device))

@@ -14,7 +14,7 @@ from typing import Literal
 
 import torch
 
-from ..engine.program import Batch, ClientInput, GradAt
+from ..engine.program import Batch, ClientInput, GradAt, LocalData
 from ..layout import Layout
 from ..optim import SGD, Optimizer
 
@@ -54,6 +54,7 @@ class Algorithm:
     buffers: Literal["average", "local"] = "average"  # BatchNorm statistics: averaged like Δ_i, or kept per client
     needs_features = False  # whether ``objective`` reads ``batch.features``
     root_samples = 0  # > 0: the server trains on this many root samples each round (``RoundInfo.root_delta``)
+    epoch_start = None  # a method (w, local, c, data) -> local, run before each local epoch (FedDUAL's β)
 
     def __init__(self, run: Settings, weighting: Literal["data", "uniform"] = "data"):
         self.run, self.weighting = run, weighting
@@ -111,7 +112,8 @@ class Algorithm:
         """What the client keeps for its next round (default: what it had)."""
         return c.kept
 
-    def local_final(self, w, local: Tensors, c: ClientInput) -> tuple[Tensors, Tensors]:
+    def local_final(self, w, local: Tensors, c: ClientInput, data: LocalData) -> tuple[Tensors, Tensors]:
+        """(upload, keep); ``data`` evaluates the client's whole training set (FedDUAL's full-data gradient)."""
         return self.upload(w, local, c), self.keep(w, local, c)
 
     # ---- server: aggregation and global step

@@ -14,7 +14,7 @@ from torch.func import vmap
 from torch.utils._pytree import tree_map
 
 from ..errors import ConfigError
-from .functional import FlatModel, make_client_step
+from .functional import ClientData, FlatModel, make_client_step
 from .plan import ClientPlan
 from .program import ClientInput, ClientProgram
 
@@ -35,7 +35,7 @@ class Engine:
     vectorized = False  # whether the client step runs under vmap
 
     def __init__(self, fm: FlatModel, program: ClientProgram, task: str, x: torch.Tensor, y: torch.Tensor):
-        self.fm, self.program = fm, program
+        self.fm, self.program, self.task = fm, program, task
         self.x, self.y = x, y
         self.step = make_client_step(fm, program, task, self.vectorized)
 
@@ -50,9 +50,10 @@ class Engine:
         raise NotImplementedError
 
 
-def _pick(c: ClientInput, j: int) -> ClientInput:
+def _pick(c: ClientInput, j) -> ClientInput:
+    """Client j of a stack (j an int), or the sub-stack of clients j (an index tensor)."""
     return c._replace(w0=c.w0[j], recv=tree_map(lambda v: v[j], c.recv), kept=tree_map(lambda v: v[j], c.kept),
-                      steps=c.steps[j])
+                      steps=c.steps[j], rows=None if c.rows is None else c.rows[j])
 
 
 def _stack(rows: list[Tensors]) -> Tensors:
@@ -74,18 +75,21 @@ class SequentialEngine(Engine):
             self._sync()
             start = time.perf_counter()
             mine_buffers = {k: v[j].clone() for k, v in buffers.items()}  # this client's statistics
-            c = _pick(clients, j)
+            c = _pick(clients, j)._replace(rows=plan.samples.to(clients.w0.device))
+            data = ClientData(self.fm, self.task, self.x, self.y, mine_buffers)
             w, local = self.program.local_init(c)
             step_losses, path = [], [w]
             real = plan.mask.sum(1).long().tolist()  # padding sits at the end: drop it (BatchNorm sees real rows)
             indices, mask = plan.indices.to(w.device), plan.mask.to(w.device)
             for k in range(plan.steps):
+                if self.program.epoch_start is not None and k % plan.per_epoch == 0:
+                    local = self.program.epoch_start(w, local, c, data)
                 rows = indices[k, :real[k]]
                 w, local, loss = self.step(w, local, c, self.x[rows], self.y[rows], mask[k, :real[k]], mine_buffers)
                 step_losses.append(loss)
                 if trace:
                     path.append(w)
-            up, keep = self.program.local_final(w, local, c)
+            up, keep = self.program.local_final(w, local, c, data)
             uploads.append(up)
             kept.append(keep)
             losses.append(torch.stack(step_losses).mean())
@@ -119,10 +123,13 @@ class VectorizedEngine(Engine):
         if self.fm.buffers:
             raise ConfigError("engine 'vectorized' cannot run a model with buffers (BatchNorm running "
                               "statistics); use engine='sequential' or a GroupNorm variant")
-        dims = ClientInput(0, 0, 0, 0, None, None)
+        self.data = ClientData(self.fm, self.task, self.x, self.y)
+        dims = ClientInput(0, 0, 0, 0, None, None, 0)
         self.vstep = vmap(self.step, in_dims=(0, 0, dims, 0, 0, 0, None))
         self.vinit = vmap(self.program.local_init, in_dims=(dims,))
-        self.vfinal = vmap(self.program.local_final, in_dims=(0, 0, dims))
+        self.vfinal = vmap(self.program.local_final, in_dims=(0, 0, dims, None))
+        if self.program.epoch_start is not None:
+            self.vepoch = vmap(self.program.epoch_start, in_dims=(0, 0, dims, None))
 
     def train(self, clients, plans, buffers, trace=False):
         if trace:
@@ -139,10 +146,16 @@ class VectorizedEngine(Engine):
         for j, p in enumerate(plans):
             indices[j, :p.steps], mask[j, :p.steps] = p.indices, p.mask
         indices, mask = indices.to(device), mask.to(device)
+        samples = torch.full((n, max(len(p.samples) for p in plans)), -1, dtype=torch.int64)
+        for j, p in enumerate(plans):
+            samples[j, :len(p.samples)] = p.samples
+        clients = clients._replace(rows=samples.to(device))
 
         w, local = self.vinit(clients)
         losses = []
         for k in range(k_max):
+            if self.program.epoch_start is not None:
+                local = self._epoch_start(k, plans, w, local, clients)
             rows = indices[:, k]
             w_new, local_new, loss = self.vstep(w, local, clients, self.x[rows], self.y[rows], mask[:, k], {})
             if k < k_min:
@@ -154,10 +167,22 @@ class VectorizedEngine(Engine):
                 local = tree_map(partial(_where_active, active), local_new, local)
                 losses.append(torch.where(active, loss, torch.zeros_like(loss)))
         loss_sum = torch.stack(losses).sum(0)
-        uploads, kept = self.vfinal(w, local, clients)
+        uploads, kept = self.vfinal(w, local, clients, self.data)
         self._sync()
         share = (time.perf_counter() - start) / n
         return RoundResult(uploads, kept, (loss_sum / clients.steps).detach(), [share] * n)
+
+
+    def _epoch_start(self, k, plans, w, local, clients):
+        """``epoch_start`` for the clients whose epoch begins at step k (epoch lengths differ between clients)."""
+        starting = [j for j, p in enumerate(plans) if k < p.steps and k % p.per_epoch == 0]
+        if len(starting) == len(plans):
+            return self.vepoch(w, local, clients, self.data)
+        if not starting:
+            return local
+        ids = torch.tensor(starting, device=w.device)
+        new = self.vepoch(w[ids], tree_map(lambda v: v[ids], local), _pick(clients, ids), self.data)
+        return tree_map(lambda old, part: old.index_copy(0, ids, part), local, new)
 
 
 def _where_active(active: torch.Tensor, new: torch.Tensor, old: torch.Tensor) -> torch.Tensor:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import copy
 import math
 from collections.abc import Callable
+from contextlib import contextmanager
 
 import torch
 import torch.nn.functional as F
@@ -267,6 +268,102 @@ class _VmapGradient(torch.autograd.Function):
         dims = [None if d is None else 0 for d in in_dims[6:]]
         leaves = [t if d is None else t.movedim(d, 0) for t, d in zip(leaves, in_dims[6:])]
         return stack(v, spec, leaves, dims, x, y, mask), (0, 0)
+
+
+class ClientData:
+    """``LocalData`` of an engine: passes over a client's whole training set (``c.rows`` into x, y) at v, in
+    evaluation mode with the given BatchNorm statistics, in chunks. Alone, or under ``vmap`` for a stack of
+    clients (an autograd.Function with a vmap rule, as in ``_VmapGradient``): each client over its real samples
+    only, so a stack of unequal clients computes no padding."""
+
+    def __init__(self, fm: FlatModel, task: str, x: torch.Tensor, y: torch.Tensor, buffers: dict | None = None,
+                 chunk: int = 2048):
+        self.fm, self.x, self.y, self.buffers, self.chunk = fm, x, y, buffers, chunk
+        self.per_sample, self.classification = sample_loss(task), task == "classification"
+
+    def evaluate(self, v, c):
+        return _ClientPass.apply(self._evaluate, v, _rows(c))
+
+    def gradient(self, v, c):
+        return _ClientPass.apply(self._gradient, v, _rows(c))
+
+    def _chunks(self, rows: torch.Tensor):
+        rows = rows[rows >= 0]
+        for start in range(0, len(rows), self.chunk):
+            part = rows[start:start + self.chunk]
+            yield self.x[part], self.y[part]
+
+    def _evaluate(self, v: torch.Tensor, rows: torch.Tensor):
+        losses, accuracies = [], []
+        with torch.no_grad(), _eval_mode(self.fm.module):
+            for w, r in zip(v, rows):
+                loss, correct, count = v.new_zeros(()), v.new_zeros(()), 0
+                for x, y in self._chunks(r):
+                    out = self.fm(w, x, self.buffers)
+                    loss += self.per_sample(out, y).sum()
+                    if self.classification:
+                        correct += (out.argmax(1) == y).sum()
+                    count += len(y)
+                losses.append(loss / count)
+                accuracies.append(correct / count if self.classification else v.new_tensor(math.nan))
+        return torch.stack(losses), torch.stack(accuracies)
+
+    def _gradient(self, v: torch.Tensor, rows: torch.Tensor):
+        return (torch.stack([summed_gradient(self.fm, w, self.x[r[r >= 0]], self.y[r[r >= 0]], self.per_sample,
+                                             self.buffers, self.chunk) for w, r in zip(v, rows)]),)
+
+
+def _rows(c) -> torch.Tensor:
+    if c.rows is None:
+        raise ValueError("this client has no training samples (ClientInput.rows): the engine sets them")
+    return c.rows
+
+
+def summed_gradient(fm: FlatModel, w: torch.Tensor, x: torch.Tensor, y: torch.Tensor, per_sample: Callable,
+                    buffers: dict | None = None, chunk: int = 2048) -> torch.Tensor:
+    """∇_w Σ per_sample(fm(w, x), y) over (x, y) in evaluation mode, accumulated chunk by chunk."""
+    w = w.detach().requires_grad_(True)
+    g = torch.zeros_like(w)
+    with torch.enable_grad(), _eval_mode(fm.module):
+        for start in range(0, len(x), chunk):
+            g += torch.autograd.grad(per_sample(fm(w, x[start:start + chunk], buffers), y[start:start + chunk]).sum(),
+                                     w)[0]
+    return g
+
+
+@contextmanager
+def _eval_mode(module: torch.nn.Module):
+    """Evaluation mode inside, the previous mode after."""
+    was_training = module.training
+    module.eval()
+    try:
+        yield
+    finally:
+        module.train(was_training)
+
+
+class _ClientPass(torch.autograd.Function):
+    """``fn(v [n, d], rows [n, m])`` (a tuple of [n, ...] results) for one client, or under vmap for the stack."""
+
+    @staticmethod
+    def forward(fn, v, rows):
+        out = tuple(t[0] for t in fn(v[None], rows[None]))
+        return out if len(out) > 1 else out[0]
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        pass
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise RuntimeError("a pass over the client's data is not differentiable")
+
+    @staticmethod
+    def vmap(info, in_dims, fn, v, rows):
+        v, rows = (t.movedim(d, 0) if d is not None else t.expand(info.batch_size, *t.shape)
+                   for t, d in zip((v, rows), in_dims[1:]))
+        out = fn(v, rows)
+        return (out, (0,) * len(out)) if len(out) > 1 else (out[0], 0)
 
 
 @torch.no_grad()

@@ -11,6 +11,8 @@ import torch
 @dataclass
 class ClientPlan:
     client: int
+    samples: torch.Tensor  # [n_i] the client's training samples
+    per_epoch: int  # steps per pass over them, ⌈n_i / B⌉: an epoch starts at every multiple
     indices: torch.Tensor  # [steps, batch] int64 indices into the training set (padding repeats index 0)
     mask: torch.Tensor  # [steps, batch] float, 1 for a real sample, 0 for padding
 
@@ -37,5 +39,6 @@ def make_plan(client: int, samples: np.ndarray, batch_size: int, steps: int, rng
             pad = batch_size - len(batch)
             rows.append(np.concatenate([batch, np.zeros(pad, dtype=np.int64)]))
             masks.append(np.concatenate([np.ones(len(batch)), np.zeros(pad)]))
-    return ClientPlan(client, torch.as_tensor(np.stack(rows[:steps]), dtype=torch.int64),
+    return ClientPlan(client, torch.as_tensor(samples, dtype=torch.int64), per_epoch,
+                      torch.as_tensor(np.stack(rows[:steps]), dtype=torch.int64),
                       torch.as_tensor(np.stack(masks[:steps]), dtype=torch.float32))

@@ -1,9 +1,11 @@
-"""The contract between an engine and the client side of an algorithm: four pure functions of tensors.
+"""The contract between an engine and the client side of an algorithm: a few pure functions of tensors.
 
 An engine runs, for every sampled client, ``local_init`` once, ``local_step`` K_i times (each with a fresh minibatch
-whose loss is ``objective``), then ``local_final``. The functions are written for ONE client; the vectorized
-engine ``vmap``s them over the stacked clients, so they must be plain tensor code without data-dependent Python
-branching. Engines know nothing else of an algorithm.
+whose loss is ``objective``; ``epoch_start``, when the program has one, before the first step of every pass over
+the client's data), then ``local_final``. The functions are written for ONE client; the vectorized engine
+``vmap``s them over the stacked clients, so they must be plain tensor code without data-dependent Python
+branching. ``epoch_start`` and ``local_final`` may evaluate the client's whole training set (``LocalData``).
+Engines know nothing else of an algorithm.
 """
 from __future__ import annotations
 
@@ -24,6 +26,8 @@ class ClientInput(NamedTuple):
     steps: torch.Tensor  # K_i, its local steps this round
     lr: float  # this round's local learning rate η_l (the client optimizer's schedule)
     t: int  # the round, 1-based
+    rows: torch.Tensor | None = None  # its training samples, indices into the training set (−1 pads a stack);
+    # set by the engine
 
 
 class Batch:
@@ -39,11 +43,24 @@ class Batch:
         return (per_sample * self.mask).sum() / self.mask.sum().clamp_min(1)
 
 
+class LocalData(Protocol):
+    """Passes over one client's whole training set (the samples ``c.rows``) at parameters v, in evaluation mode;
+    under ``vmap`` each client of the stack is evaluated on its own samples."""
+
+    def evaluate(self, v: torch.Tensor, c: ClientInput) -> tuple[torch.Tensor, torch.Tensor]:
+        """(mean data loss, accuracy as a fraction; NaN for an objective task)."""
+
+    def gradient(self, v: torch.Tensor, c: ClientInput) -> torch.Tensor:
+        """∇_v of the data loss SUMMED over the samples."""
+
+
 GradAt = Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
 
 
 class ClientProgram(Protocol):
     needs_features: bool  # whether ``objective`` reads batch.features
+    epoch_start: Callable[[torch.Tensor, Tensors, ClientInput, LocalData], Tensors] | None
+    """(w, local, c, data) -> local: run before each epoch's first step (None: no such hook)."""
 
     def objective(self, data: torch.Tensor, w: torch.Tensor, c: ClientInput, batch: Batch) -> torch.Tensor:
         """The local loss to differentiate, from the minibatch's data loss ``data`` at parameters w."""
@@ -56,5 +73,5 @@ class ClientProgram(Protocol):
         """One local step; ``grad_at(v)`` gives (∇ objective at v, data loss at v) on this step's minibatch.
         Returns (new w, new local state, the step's data loss)."""
 
-    def local_final(self, w, local: Tensors, c: ClientInput) -> tuple[Tensors, Tensors]:
+    def local_final(self, w, local: Tensors, c: ClientInput, data: LocalData) -> tuple[Tensors, Tensors]:
         """(what the client uploads, what it keeps for its next round)."""
