@@ -247,6 +247,13 @@ class Federation:
         scores = {"test_accuracy": acc, "test_loss": loss}
         for name, model in self.algorithm.outputs(s.w, s.server).items():
             scores[f"test_accuracy_{name}"], scores[f"test_loss_{name}"] = self.evaluate(model, s.buffers)
+        models = self.algorithm.client_models(s.w, s.kept)
+        if models is not None:  # the mean over the clients' own models (and their own BatchNorm statistics)
+            local = self.algorithm.buffers == "local"
+            each = [evaluate(self.fm, m, self.x_test, self.y_test, self.task,
+                             {k: v[i] for k, v in s.buffers.items()} if local else s.buffers)
+                    for i, m in enumerate(models)]
+            scores["test_accuracy_clients"], scores["test_loss_clients"] = np.mean(each, axis=0).tolist()
         return scores
 
 

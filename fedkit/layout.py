@@ -48,6 +48,11 @@ class Layout:
         self.layers = list(dict.fromkeys(t.layer for t in self.tensors))
 
     @property
+    def batchnorm(self) -> list[Entry]:
+        """The affine tensors of every BatchNorm layer (by module type)."""
+        return [t for t in self.tensors if issubclass(t.kind, nn.modules.batchnorm._BatchNorm)]
+
+    @property
     def names(self) -> list[str]:
         return [t.name for t in self.tensors]
 
@@ -83,11 +88,17 @@ class Layout:
                 head.insert(0, layer)
             return self._layers(head)
         if spec == "batchnorm":
-            return [t for t in self.tensors if issubclass(t.kind, nn.modules.batchnorm._BatchNorm)]
+            return self.batchnorm
         return [t for t in self.tensors if fnmatch.fnmatchcase(t.name, spec)]
 
     def _layers(self, layers) -> list[Entry]:
         return [t for t in self.tensors if t.layer in layers]
+
+    @staticmethod
+    def coordinates(entries: list[Entry], device=None) -> torch.Tensor:
+        """The flat coordinates of ``entries`` (int64, in their order)."""
+        ranges = [torch.arange(t.slice.start, t.slice.stop, device=device) for t in entries]
+        return torch.cat(ranges) if ranges else torch.zeros(0, dtype=torch.long, device=device)
 
     def mask(self, spec, device=None) -> torch.Tensor:
         """Boolean [dim] mask of the selected coordinates of the flat vector."""

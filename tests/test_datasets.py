@@ -556,3 +556,26 @@ def test_real_cifar10_subset():
     assert pixels(d.x_test[0]).reshape(-1)[:3].tolist() == [158, 159, 165]
     assert np.bincount(d.y_train).tolist() == [396, 366, 420, 384, 422, 393, 414, 385, 407, 413]
     assert d.y_train[:10].tolist() == [6, 9, 9, 4, 1, 1, 2, 7, 8, 3] and d.y_test[0] == 3
+
+
+def test_backbone_features_are_the_frozen_trunk_on_normalised_images_and_cached(tmp_path, monkeypatch):
+    from fedkit.data.base import FedData
+    from fedkit.data.features import backbone_features
+    from fedkit.models import VGG16
+
+    monkeypatch.setenv("FEDKIT_FEATURES", str(tmp_path))
+    g = torch.Generator().manual_seed(0)
+    data = FedData("tiny", torch.rand(5, 3, 32, 32, generator=g), torch.arange(5),
+                   torch.rand(2, 3, 32, 32, generator=g), torch.arange(2), num_classes=5)
+    out = backbone_features(data, "vgg16_random")
+    torch.manual_seed(0)
+    trunk = VGG16((3, 32, 32), 10).features.eval()
+    mean = torch.tensor([0.485, 0.456, 0.406]).view(1, 3, 1, 1)
+    std = torch.tensor([0.229, 0.224, 0.225]).view(1, 3, 1, 1)
+    with torch.no_grad():
+        torch.testing.assert_close(out.x_train, trunk((data.x_train - mean) / std).flatten(1))
+    assert out.x_test.shape == (2, 512) and out.name == "tiny+vgg16_random" and torch.equal(out.y_train, data.y_train)
+    assert len(list(tmp_path.iterdir())) == 1
+    torch.testing.assert_close(backbone_features(data, "vgg16_random").x_test, out.x_test)  # from the cache
+    with pytest.raises(ConfigError, match="unknown backbone"):
+        backbone_features(data, "resnet")

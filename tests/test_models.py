@@ -242,3 +242,14 @@ def test_mlp_init_follows_fcnet():
     assert [m.out_features for m in linears] == [32, 16, 8, 2]
     assert all(torch.all(m.bias == 0.1) for m in linears)
     assert 0.08 < linears[0].weight.std().item() < 0.12
+
+
+def test_feddual_lenet_shapes_and_keras_per_position_dense():
+    """164,116 parameters on (1, 28, 28); the 120-unit Dense acts on the 6 channels of each of the 4×4 positions."""
+    torch.manual_seed(0)
+    model = build_model("feddual_lenet", (1, 28, 28), 10)
+    assert count_parameters(model) == 164_116
+    x = torch.randn(2, 1, 28, 28)
+    positions = model.features(x)  # [2, 6, 4, 4]
+    by_hand = torch.tanh(torch.einsum("bchw,oc->bhwo", positions, model.position.weight) + model.position.bias)
+    torch.testing.assert_close(model(x), model.classifier(by_hand))

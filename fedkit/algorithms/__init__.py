@@ -3,6 +3,7 @@ from ..registry import build
 from .base import Algorithm, RoundInfo, Settings
 from .fedacg import FedACG
 from .fedavg import FedAvg
+from .fedbn import FedBN
 from .feddual import FedDual
 from .feddyn import FedDyn
 from .fednova import FedNova
@@ -17,7 +18,7 @@ from .tailored import Tailored
 
 ALGORITHMS: dict[str, type[Algorithm]] = {cls.name: cls for cls in (FedAvg, FedProx, Scaffold, Taco, FoolsGold,
                                                                     FedACG, Stem, Tailored, FedDyn,
-                                                                    FedNova, Moon, FedPVR, FedDual)}
+                                                                    FedNova, Moon, FedPVR, FedDual, FedBN)}
 
 
 def make_algorithm(name: str, run: Settings | None = None, **hyper) -> Algorithm:

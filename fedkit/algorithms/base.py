@@ -81,6 +81,11 @@ class Algorithm:
         """Boolean mask [num_clients] of clients that may be sampled (None = all)."""
         return None
 
+    def client_models(self, w: torch.Tensor, kept: Tensors) -> torch.Tensor | None:
+        """Every client's own model [num_clients, d] for a personalised method (FedBN), evaluated on the test set
+        with its own BatchNorm statistics; None: the clients hold no models of their own."""
+        return None
+
     def outputs(self, w: torch.Tensor, state: Tensors) -> Tensors:
         """Models besides w that the method reports (evaluated and logged as test_accuracy_<name>)."""
         return {}

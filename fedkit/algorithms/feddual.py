@@ -65,8 +65,7 @@ class FedDual(Algorithm):
             raise ConfigError("feddual selects tensors of the model: build it with the model's layout (a "
                               "Federation does)")
         if device not in self._index:
-            self._index[device] = torch.cat([torch.arange(t.slice.start, t.slice.stop) for t in self.tensors]
-                                            ).to(device)
+            self._index[device] = self.run.layout.coordinates(self.tensors, device)
         return self._index[device]
 
     # ---- client

@@ -29,6 +29,7 @@ from ..errors import ConfigError, DataFileError, DataNotFoundError
 from ..registry import build
 from . import adult, leaf
 from .base import FedData
+from .features import backbone_features
 from .idx import read_idx
 from .synthetic import synthetic
 from .toy import quadratic
@@ -374,10 +375,11 @@ DATASETS: dict[str, Callable[..., FedData]] = {
 
 
 def load_dataset(name: str, root: str | Path | None = None, download: bool | None = None,
-                 **options) -> FedData:
+                 backbone: str | None = None, **options) -> FedData:
     """Load data set ``name`` from ``root`` (default ``data_root()``).
 
-    ``download=None`` means env FEDKIT_DOWNLOAD ("1"/"0", default off). ``options`` are the loader's keyword
+    ``download=None`` means env FEDKIT_DOWNLOAD ("1"/"0", default off). ``backbone`` (e.g. "vgg16_imagenet")
+    replaces the images by a frozen backbone's features (``features.py``). ``options`` are the loader's keyword
     options (e.g. ``alpha=0.5`` for synthetic). Unknown names and options raise ConfigError; missing files
     (and failed downloads) raise DataNotFoundError saying where the files were looked for.
     """
@@ -389,4 +391,5 @@ def load_dataset(name: str, root: str | Path | None = None, download: bool | Non
         given["root"] = Path(root).expanduser() if root is not None else data_root()
     if "download" in params:
         given["download"] = _download_allowed(download)
-    return build("data set", DATASETS, name, fixed=given, **options)
+    data = build("data set", DATASETS, name, fixed=given, **options)
+    return data if backbone is None else backbone_features(data, backbone)

@@ -3,7 +3,7 @@
 Every model maps a batch to logits [B, C], has no dropout and no in-place activation ops, so it runs under
 ``torch.func.functional_call`` / ``grad`` / ``vmap`` (except ResNet-18 with BatchNorm under vmap).
 """
-from .cnn import TFCNN, LeafCNN, LeNet5, SimpleCNN
+from .cnn import TFCNN, FedDualLeNet, LeafCNN, LeNet5, SimpleCNN
 from .lstm import CharLSTM, LSTMStack
 from .mlp import FC500, FcNet
 from .quadratic import QuadraticPoint
@@ -12,6 +12,6 @@ from .resnet import ResNet18
 from .vgg import VGG16
 
 __all__ = [
-    "FC500", "MODELS", "TFCNN", "VGG16", "CharLSTM", "FcNet", "LSTMStack", "LeNet5", "LeafCNN",
+    "FC500", "MODELS", "TFCNN", "VGG16", "CharLSTM", "FcNet", "LSTMStack", "LeNet5", "LeafCNN", "FedDualLeNet",
     "QuadraticPoint", "ResNet18", "SimpleCNN", "build_model", "count_parameters",
 ]

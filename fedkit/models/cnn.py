@@ -70,6 +70,29 @@ class LeNet5(nn.Module):
         return self.classifier(self.features(x))
 
 
+class FedDualLeNet(nn.Module):
+    """FedDUAL's LeNet variant (``Models.py`` ``build_lenet``; algorithms-seed §2.3): conv5(6) → tanh → avg-pool 2 →
+    conv5(6) → tanh → avg-pool 2 → Dense(120, tanh) on every spatial position → flatten → 84 → tanh → C.
+    Valid convolutions: (1, 28, 28) gives 4×4 positions of 120 features, 164,116 params for 10 classes."""
+
+    model_name = "feddual_lenet"
+
+    def __init__(self, input_shape: tuple[int, ...], num_classes: int):
+        super().__init__()
+        c, h, w = image_shape(self.model_name, input_shape, [_CONV5, _POOL2] * 2, "(1, 28, 28)")
+        self.features = nn.Sequential(
+            nn.Conv2d(c, 6, 5), nn.Tanh(), nn.AvgPool2d(2),
+            nn.Conv2d(6, 6, 5), nn.Tanh(), nn.AvgPool2d(2),
+        )
+        self.position = nn.Linear(6, 120)  # Keras Dense on a 4-D tensor acts on the channel axis of each position
+        self.classifier = nn.Sequential(nn.Flatten(), nn.Linear(120 * h * w, 84), nn.Tanh(),
+                                        nn.Linear(84, num_classes))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        positions = self.features(x).permute(0, 2, 3, 1)  # channels last, as Keras holds them
+        return self.classifier(torch.tanh(self.position(positions)))
+
+
 class LeafCNN(nn.Module):
     """LEAF FEMNIST CNN (§20.7): conv5(32, same) → pool → conv5(64, same) → pool → 2048 → C.
 

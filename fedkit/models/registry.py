@@ -8,7 +8,7 @@ from torch import nn
 from fedkit.errors import ConfigError
 from fedkit.registry import build
 
-from .cnn import TFCNN, LeafCNN, LeNet5, SimpleCNN
+from .cnn import TFCNN, FedDualLeNet, LeafCNN, LeNet5, SimpleCNN
 from .lstm import CharLSTM
 from .mlp import FC500, FcNet
 from .quadratic import QuadraticPoint
@@ -17,7 +17,8 @@ from .vgg import VGG16
 
 MODELS: dict[str, Callable[..., nn.Module]] = {
     cls.model_name: cls
-    for cls in (SimpleCNN, FcNet, LeNet5, ResNet18, VGG16, CharLSTM, FC500, LeafCNN, TFCNN, QuadraticPoint)
+    for cls in (SimpleCNN, FcNet, LeNet5, ResNet18, VGG16, CharLSTM, FC500, LeafCNN, TFCNN, QuadraticPoint,
+                FedDualLeNet)
 }
 
 
