@@ -228,8 +228,18 @@ def test_fednova_with_equal_steps_is_fedavg(engine):
     np.testing.assert_allclose(nova, avg, rtol=1e-5, atol=1e-6)
 
 
-def test_fednova_refuses_adam():
+def test_fednova_with_adam_normalises_by_the_step_count():
     from fedkit import ConfigError
+    from fedkit.algorithms import RoundInfo, Settings, make_algorithm
+    from fedkit.optim import SGD, Adam
 
+    nova = make_algorithm("fednova", Settings(optimizer=Adam()), mu=0.1)
+    steps = torch.tensor([2.0, 6.0])
+    ups = {"delta": torch.tensor([[1.0, 0.0], [0.0, 3.0]]), "a": nova.normaliser(steps, 0.01)}
+    torch.testing.assert_close(ups["a"], steps)
+    info = RoundInfo(1, torch.arange(2), torch.tensor([1, 3]), steps, 0.01)
+    w, _, _ = nova.aggregate(torch.zeros(2), {}, ups, info)
+    tau_eff = 0.25 * 2 + 0.75 * 6  # Σ p_i τ_i
+    torch.testing.assert_close(w, tau_eff * (0.25 * ups["delta"][0] / 2 + 0.75 * ups["delta"][1] / 6))
     with pytest.raises(ConfigError, match="fednova"):
-        toy_config(algorithm="fednova", optimizer="adam")
+        make_algorithm("fednova", Settings(optimizer=SGD(weight_decay=0.1)))

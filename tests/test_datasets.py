@@ -579,3 +579,17 @@ def test_backbone_features_are_the_frozen_trunk_on_normalised_images_and_cached(
     torch.testing.assert_close(backbone_features(data, "vgg16_random").x_test, out.x_test)  # from the cache
     with pytest.raises(ConfigError, match="unknown backbone"):
         backbone_features(data, "resnet")
+
+
+def test_train_and_test_samples_keep_a_fixed_sample():
+    from fedkit.data import load_dataset
+
+    full = load_dataset("digits")
+    part = load_dataset("digits", train_samples=100, test_samples=50)
+    assert len(part.y_train) == 100 and len(part.y_test) == 50
+    again = load_dataset("digits", train_samples=100)
+    assert torch.equal(again.x_train, part.x_train) and len(again.y_test) == len(full.y_test)
+    rows = [(full.x_train == x).all(dim=(1, 2, 3)).nonzero()[0].item() for x in part.x_train[:5]]
+    assert rows == sorted(rows)  # original order kept
+    with pytest.raises(ConfigError, match="train_samples"):
+        load_dataset("digits", train_samples=10**6)

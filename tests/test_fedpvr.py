@@ -8,7 +8,7 @@ from torch import nn
 from fedkit import ConfigError
 from fedkit.algorithms import Settings, make_algorithm
 from fedkit.engine import ClientInput, FlatModel
-from fedkit.optim import SGD
+from fedkit.optim import SGD, Adam
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -45,4 +45,17 @@ def test_needs_the_layout_and_sgd():
     with pytest.raises(ConfigError, match="layout"):
         make_algorithm("fedpvr").mask(torch.zeros(3))
     with pytest.raises(ConfigError, match="fedpvr"):
-        toy_config(algorithm="fedpvr", optimizer="adam")
+        toy_config(algorithm="fedpvr", optimizer_args={"weight_decay": 0.1})
+
+
+def test_with_adam_the_corrected_direction_goes_to_adam():
+    fm = FlatModel(nn.Sequential(nn.Linear(3, 2), nn.Tanh(), nn.Linear(2, 2)))
+    pvr = make_algorithm("fedpvr", Settings(optimizer=Adam(lr=0.1), layout=fm.layout), layers="output")
+    v = torch.tensor([0.0] * 8 + [1.0] * 6)
+    g, c_server, c_i = (torch.linspace(-1, 1, 14) * s for s in (1.0, 0.3, -0.2))
+    w = torch.linspace(0, 2, 14)
+    c = ClientInput(w, {"c": c_server}, {"c_i": c_i}, torch.tensor(1.0), 0.1, 1)
+    _, local = pvr.local_init(c)
+    w_new, _, _ = pvr.local_step(w, local, c, lambda _: (g, torch.tensor(0.0)))
+    expected, _ = Adam(lr=0.1).step(w, g + v * (c_server - c_i), Adam().init(w), 0.1)
+    torch.testing.assert_close(w_new, expected)

@@ -7,12 +7,13 @@ solver's step-weight vector (FedNova eqs. 6–7, the closed forms of its Appendi
   proximal SGD (μ > 0)           a_i = [1 − (1 − η_l μ)^τ_i] / (η_l μ)
 Server (p_i = n_i / Σ_S n_j):    x_{t+1} = x_t + η_g τ_eff Σ p_i Δ_i / a_i,  τ_eff = Σ p_i a_i   (eq. 8)
 (``tau_eff="steps"``: τ_eff = Σ p_i τ_i, what the original code does when μ ≠ 0). With equal τ_i, FedNova is FedAvg.
-a_i has no closed form for Adam or weight decay, so those are refused.
+Adam (FedDUAL runs every baseline with it) has no step-weight vector: a_i = τ_i, every step weighing one
+[assumption]. Weight decay, or μ with momentum, has no closed form and is refused.
 """
 from typing import Annotated, Literal
 
 from ..errors import ConfigError
-from ..optim import SGD
+from ..optim import SGD, Adam
 from .base import Algorithm
 
 
@@ -23,9 +24,12 @@ class FedNova(Algorithm):
                  tau_eff: Literal["a", "steps"] = "a", weighting: Literal["data", "uniform"] = "data"):
         super().__init__(run, weighting)
         opt = run.optimizer
-        if not isinstance(opt, SGD) or opt.weight_decay or (mu and opt.momentum):
-            raise ConfigError(f"fednova: the normaliser a_i has a closed form for plain, momentum or proximal SGD "
-                              f"only, got optimizer {opt!r} with mu={mu}")
+        if opt.weight_decay if isinstance(opt, SGD) else not isinstance(opt, Adam):
+            raise ConfigError(f"fednova: the normaliser a_i is defined for plain, momentum or proximal SGD and for "
+                              f"Adam (a_i = τ_i), got optimizer {opt!r}")
+        if mu and isinstance(opt, SGD) and opt.momentum:
+            raise ConfigError(f"fednova: a_i has no closed form for proximal SGD with momentum, got mu={mu} and "
+                              f"{opt!r}")
         self.mu, self.tau_eff = mu, tau_eff
 
     def objective(self, data, w, c, batch):
@@ -33,6 +37,8 @@ class FedNova(Algorithm):
 
     def normaliser(self, steps, lr):
         """a_i for τ_i = ``steps`` local steps at learning rate ``lr``."""
+        if isinstance(self.optimizer, Adam):
+            return steps
         rho = self.optimizer.momentum
         if self.mu:
             return (1 - (1 - lr * self.mu) ** steps) / (lr * self.mu)

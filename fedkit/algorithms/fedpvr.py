@@ -3,6 +3,7 @@ variates on a set V of tensors only (default: the head, the trailing Linear laye
 
 Client step:  y_V ← y_V − η_l (g_V + c_V − c_{i,V})   (no momentum on V)
               y_R ← y_R − η_l m_R,  m ← ρ m + g         (the client optimizer's momentum ρ on the rest R)
+              with Adam (FedDUAL's setting): Adam on the corrected direction g + (c − c_i) on V, g elsewhere
 New variate:  c_i⁺ = c_i − c + (x_t − y_i) / (K_i η_l)  on V, 0 elsewhere
 Server:       x ← uniform mean of the models,  c ← c + (1/N) Σ_{i∈S} Δc_i      (algorithms-baselines §11)
 """
@@ -20,8 +21,9 @@ class FedPVR(Scaffold):
 
     def __init__(self, run, layers: str = "head", weighting: Literal["data", "uniform"] = "uniform"):
         super().__init__(run, 1.0, weighting)
-        if not isinstance(run.optimizer, SGD) or run.optimizer.weight_decay:
-            raise ConfigError(f"fedpvr runs SGD (momentum allowed, off V) without weight decay, got {run.optimizer!r}")
+        if isinstance(run.optimizer, SGD) and run.optimizer.weight_decay:
+            raise ConfigError(f"fedpvr runs SGD (momentum allowed, off V) without weight decay, or Adam; got "
+                              f"{run.optimizer!r}")
         self.layers = layers
         self.vr = None if run.layout is None else run.layout.mask(layers)  # checks the selection at once
         self._on: dict[torch.device, torch.Tensor] = {}
@@ -39,12 +41,13 @@ class FedPVR(Scaffold):
         g, loss = grad_at(w)
         vr = self.mask(w)
         d = g + vr * (c.recv["c"] - c.kept["c_i"])
-        rho = self.optimizer.momentum
-        if rho:
-            m = rho * local["m"] + d
-            local = {"m": m}
-            d = vr * d + (1 - vr) * m
-        return w - c.lr * d, local, loss
+        rho = getattr(self.optimizer, "momentum", 0.0)
+        if not rho:  # plain SGD, or Adam on the corrected direction
+            w, local = self.optimizer.step(w, d, local, c.lr)
+            return w, local, loss
+        m = rho * local["m"] + d
+        d = vr * d + (1 - vr) * m
+        return w - c.lr * d, {"m": m}, loss
 
     def _c_new(self, w, c):
         return self.mask(w) * super()._c_new(w, c)

@@ -375,11 +375,14 @@ DATASETS: dict[str, Callable[..., FedData]] = {
 
 
 def load_dataset(name: str, root: str | Path | None = None, download: bool | None = None,
-                 backbone: str | None = None, **options) -> FedData:
+                 backbone: str | None = None, train_samples: int | None = None, test_samples: int | None = None,
+                 **options) -> FedData:
     """Load data set ``name`` from ``root`` (default ``data_root()``).
 
-    ``download=None`` means env FEDKIT_DOWNLOAD ("1"/"0", default off). ``backbone`` (e.g. "vgg16_imagenet")
-    replaces the images by a frozen backbone's features (``features.py``). ``options`` are the loader's keyword
+    ``download=None`` means env FEDKIT_DOWNLOAD ("1"/"0", default off). ``train_samples`` / ``test_samples`` keep
+    a fixed uniform sample of that many training / test samples (the same for every seed: it is part of the data).
+    ``backbone`` (e.g. "vgg16_imagenet") replaces the images by a frozen backbone's features (``features.py``).
+    ``options`` are the loader's keyword
     options (e.g. ``alpha=0.5`` for synthetic). Unknown names and options raise ConfigError; missing files
     (and failed downloads) raise DataNotFoundError saying where the files were looked for.
     """
@@ -391,5 +394,22 @@ def load_dataset(name: str, root: str | Path | None = None, download: bool | Non
         given["root"] = Path(root).expanduser() if root is not None else data_root()
     if "download" in params:
         given["download"] = _download_allowed(download)
-    data = build("data set", DATASETS, name, fixed=given, **options)
+    data = _sample(build("data set", DATASETS, name, fixed=given, **options), train_samples, test_samples)
     return data if backbone is None else backbone_features(data, backbone)
+
+
+def _sample(data: FedData, train: int | None, test: int | None) -> FedData:
+    """``data`` with ``train`` / ``test`` samples drawn without replacement (seed 0), in their original order."""
+    def keep(n_kept, size, what):
+        if n_kept is None:
+            return slice(None)
+        if not isinstance(n_kept, int) or isinstance(n_kept, bool) or not 1 <= n_kept <= size:
+            raise ConfigError(f"{what}_samples must be an int in [1, {size}] for {data.name}, got {n_kept!r}")
+        return torch.as_tensor(np.sort(np.random.default_rng(0).choice(size, n_kept, replace=False)))
+
+    if train is None and test is None:
+        return data
+    tr, te = keep(train, len(data.y_train), "train"), keep(test, len(data.y_test), "test")
+    users = None if data.users is None else data.users[tr]
+    return FedData(data.name, data.x_train[tr], data.y_train[tr], data.x_test[te], data.y_test[te], data.num_classes,
+                   users, data.task)
