@@ -46,6 +46,7 @@ HELP = {
     "device": "cpu, cuda, cuda:N or mps",
     "engine": "auto (the faster for the model and device), sequential (reference) or vectorized (all at once)",
     "eval_every": "test every n-th round, and always the last",
+    "snapshots": "keep the global model after every n-th round and the last (0: none)",
     "stop_accuracy": "stop once test accuracy reaches this (rounds-to-target runs); null = never",
     "link_mbps": "simulated clock: client–server link speed in Mbit/s (2^20 bit/s)",
     "step_seconds": "simulated clock: seconds per local step; null = the measured compute time",

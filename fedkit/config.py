@@ -53,6 +53,7 @@ class Config:
     device: str = "cpu"
     engine: str = "auto"  # "sequential", "vectorized", or "auto": the faster for the model and device
     eval_every: int = 1  # test every n-th round, and always the last
+    snapshots: int = 0  # also keep the global model after every n-th round and the last (History.models); 0: none
     stop_accuracy: float | None = None  # stop once test accuracy reaches this (rounds-to-target runs)
     link_mbps: float = 100.0  # simulated clock: client–server link speed in Mbit/s (2^20 bit/s)
     step_seconds: float | None = None  # simulated clock: seconds per local step (None = the measured compute time)
@@ -153,6 +154,7 @@ def _validate(c: Config) -> None:
     for name in ("num_clients", "rounds", "batch_size", "eval_every"):
         need(_is_int(getattr(c, name)) and getattr(c, name) >= 1, name, "must be an integer ≥ 1")
     need(_is_int(c.seed) and c.seed >= 0, "seed", "must be an integer ≥ 0")
+    need(_is_int(c.snapshots) and c.snapshots >= 0, "snapshots", "must be an integer ≥ 0")
     need(_is_real(c.participation) and 0 < c.participation <= 1, "participation", "must lie in (0, 1]")
     if c.clients_per_round is not None:
         need(_is_int(c.clients_per_round) and 1 <= c.clients_per_round <= c.num_clients,

@@ -22,7 +22,8 @@ class History:
     clients: pd.DataFrame  # one row per client and round it took part in
     diverged: bool = False
     ended_early: str | None = None  # why training stopped before the last round (e.g. every client expelled)
-    weights: torch.Tensor | None = field(default=None, repr=False)  # final global model (flat), not saved
+    weights: torch.Tensor | None = field(default=None, repr=False)  # final global model (flat)
+    models: dict[int, torch.Tensor] = field(default_factory=dict, repr=False)  # round -> global model (snapshots)
 
     @property
     def final_accuracy(self) -> float:
@@ -41,8 +42,8 @@ class History:
         return float(self.rounds.loc[self.rounds["round"] <= r, per_round].fillna(0).sum())
 
     def save(self, directory: str | Path, fmt: str = "csv") -> Path:
-        """Write rounds.<fmt>, clients.<fmt> (fmt 'csv' or 'parquet') and meta.json (with their sha256) into
-        ``directory``."""
+        """Write rounds.<fmt>, clients.<fmt> (fmt 'csv' or 'parquet'), models.pt (the final model and the
+        snapshots, on the CPU) and meta.json (with their sha256) into ``directory``."""
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
         digests = {}
@@ -51,6 +52,10 @@ class History:
             with replacing(directory / f"{name}.{fmt}") as path:
                 frame.to_parquet(path, index=False) if fmt == "parquet" else frame.to_csv(path, index=False)
                 digests[f"{name}.{fmt}"] = _sha256(path)
+        with replacing(directory / MODELS) as path:
+            final = None if self.weights is None else self.weights.detach().cpu()
+            torch.save({"final": final, "rounds": {t: w.detach().cpu() for t, w in self.models.items()}}, path)
+            digests[MODELS] = _sha256(path)
         with replacing(directory / "meta.json") as path:  # last: a reader that sees it sees complete files
             path.write_text(json.dumps({"config": self.config, "diverged": self.diverged,
                                         "ended_early": self.ended_early, "format": fmt, "sha256": digests},
@@ -66,16 +71,21 @@ class History:
             meta = json.loads(path.read_text())
             fmt = meta["format"]
             read = pd.read_parquet if fmt == "parquet" else pd.read_csv
-            frames = []
-            for name in ("rounds", "clients"):
-                path = directory / f"{name}.{fmt}"
-                if meta.get("sha256", {}).get(path.name, _sha256(path)) != _sha256(path):
+            digests = meta.get("sha256", {})
+            for name in (f"rounds.{fmt}", f"clients.{fmt}", MODELS):
+                path = directory / name
+                if name in digests and digests[name] != _sha256(path):
                     raise ValueError("its sha256 differs from the one saved in meta.json")
-                frames.append(read(path))
-            return cls(meta["config"], *frames, meta["diverged"], meta.get("ended_early"))
+            rounds, clients = (read(directory / f"{name}.{fmt}") for name in ("rounds", "clients"))
+            models = torch.load(directory / MODELS) if MODELS in digests else {"final": None, "rounds": {}}
+            return cls(meta["config"], rounds, clients, meta["diverged"], meta.get("ended_early"), models["final"],
+                       models["rounds"])
         except Exception as err:
             raise FedkitError(f"saved history file {path} is unreadable ({type(err).__name__}: {err}); delete "
                               f"{directory} to recompute it") from err
+
+
+MODELS = "models.pt"
 
 
 def _sha256(path: Path) -> str:

@@ -64,8 +64,9 @@ class Run:
         if saved is not None:
             self.state = FedState(**saved["state"])
             self.round_rows, self.client_rows = saved["rounds"], saved["clients"]
+            self.models = saved.get("models", {})
         else:
-            self.state, self.client_rows = fed.initial(), []
+            self.state, self.client_rows, self.models = fed.initial(), [], {}
             self.round_rows = [{"round": 0, **fed.evaluate_all(self.state), "diverged": False}]
         self.diverged = any(r["diverged"] for r in self.round_rows)
         self.stopped = self.diverged
@@ -103,8 +104,11 @@ class Run:
                   "bytes_up": sum(r["bytes_up"] for r in clients), "bytes_down": sum(r["bytes_down"] for r in clients),
                   "sim_seconds": _simulated_seconds(cfg, rnd, clients), "engine": fed.engine_name, "diverged": diverged}
         self.round_rows.append(record)
+        if cfg.snapshots and (s.t % cfg.snapshots == 0 or s.t == cfg.rounds):
+            self.models[s.t] = s.w.detach().cpu().clone()
         if self.run_dir is not None:
-            _save_checkpoint(self.run_dir, {"state": asdict(s), "rounds": self.round_rows, "clients": self.client_rows})
+            _save_checkpoint(self.run_dir, {"state": asdict(s), "rounds": self.round_rows, "clients": self.client_rows,
+                                            "models": self.models})
         self.bar.update()
         self.bar.set_postfix(acc=f"{scores['test_accuracy']:.4f}", loss=f"{record['train_loss']:.4f}")
         for callback in self.callbacks:
@@ -123,7 +127,7 @@ class Run:
         ended_early = (f"no eligible client left after round {last} (every honest client was expelled)"
                        if self.fed.nobody_eligible(s.server) and last < cfg.rounds else None)
         self.history = History(cfg.to_dict(), pd.DataFrame(self.round_rows), pd.DataFrame(self.client_rows),
-                               self.diverged, ended_early, s.w)
+                               self.diverged, ended_early, s.w, self.models)
         if self.run_dir is not None:
             self.history.save(self.run_dir, fmt="parquet")
             for name in ("checkpoint.pt", "checkpoint.prev.pt"):

@@ -60,3 +60,16 @@ def test_tiny_eps_is_winner_take_all_onto_the_client_at_the_mean():
 def test_bad_settings_are_refused(eps, iterations):
     with pytest.raises(ValueError, match="eps|iterations"):
         wasserstein_barycenter(torch.zeros(2, 3), eps=eps, iterations=iterations)
+
+
+def test_w1_is_pots_and_a_fixed_point_ends_the_iterations_early():
+    import ot
+
+    from fedkit.algorithms.barycenter import w1_sorted
+
+    g = torch.Generator().manual_seed(0)
+    u, b = torch.randn(4, 50, generator=g, dtype=torch.float64), torch.randn(50, generator=g, dtype=torch.float64)
+    torch.testing.assert_close(w1_sorted(b, u.sort(1).values), ot.wasserstein_1d(b[:, None].expand(-1, 4), u.T, p=1))
+    far = torch.tensor([[0.0, 1.0], [5.0, 9.0]])  # both farther than 745 ε from their mean: b = 0 after one step
+    once, many = wasserstein_barycenter(far, eps=1e-5, iterations=1), wasserstein_barycenter(far, iterations=10**6)
+    assert torch.equal(once.value, many.value) and once.collapse == many.collapse == "zero"

@@ -4,8 +4,9 @@ import sys
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 
-from fedkit import Config, run
+from fedkit import Config, ConfigError, run
 from fedkit.federation import Federation
 
 TIMING = ["seconds", "client_seconds_max", "client_seconds_sum", "sim_seconds"]
@@ -186,3 +187,26 @@ def test_a_corrupt_cached_result_is_retrained_with_a_warning(tmp_path):
     (tmp_path / cfg.key() / "meta.json").write_text("{not json")
     with pytest.warns(UserWarning, match="meta.json is unreadable"):
         run(cfg, cache=tmp_path, progress=False)
+
+
+def test_the_final_model_and_snapshots_survive_the_cache_and_a_resume(tmp_path):
+    cfg = digits_config(rounds=5, snapshots=2)
+    fresh = run(cfg, cache=tmp_path, progress=False)
+    assert sorted(fresh.models) == [2, 4, 5]  # every 2nd round and the last
+    torch.testing.assert_close(fresh.models[5], fresh.weights.cpu())
+    cached = run(cfg, cache=tmp_path, progress=False)
+    torch.testing.assert_close(cached.weights, fresh.weights.cpu())
+    assert all(torch.equal(cached.models[t], fresh.models[t]) for t in fresh.models)
+    # a run stopped after round 3 and resumed keeps the snapshot of round 2
+    first = tmp_path / "first"
+
+    def kill_at_round_3(record, w):
+        if record["round"] == 3:
+            raise Killed
+
+    with pytest.raises(Killed):
+        run(cfg, cache=first, progress=False, callbacks=(kill_at_round_3,))
+    resumed = run(cfg, cache=first, progress=False)
+    assert all(torch.equal(resumed.models[t], fresh.models[t]) for t in fresh.models)
+    with pytest.raises(ConfigError, match="snapshots"):
+        digits_config(snapshots=-1)

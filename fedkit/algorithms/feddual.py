@@ -111,7 +111,7 @@ class FedDual(Algorithm):
                 start += size
                 if self.barycenter == "reweighted":
                     b = wasserstein_barycenter(u, self.eps, self.iterations)
-                    metrics[f"gamma:{t.name}"] = b.gamma.float()
+                    metrics[f"gamma:{t.name}"] = b.gamma  # float64: a γ below float32's range is not 0
                 else:
                     b = free_support_barycenter(u)
                 w_new[t.slice] = w[t.slice] - b.value.to(w.dtype)

@@ -39,6 +39,23 @@ def client_gradient_norms(fed, w: torch.Tensor, clients: Sequence[int], reductio
     return _frame(fed.fm, torch.stack(grads), list(clients))
 
 
+def round_gradient_norms(fed, models: dict, clients: pd.DataFrame, reduction: str = "sum",
+                         chunk: int = 2048) -> pd.DataFrame:
+    """``client_gradient_norms`` of each global model ``models[t]`` (after round t) on the clients that took part
+    in round t (the rows of a History's ``clients`` frame with that round): columns round, client, samples,
+    tensor, layer, norm."""
+    frames = []
+    for t, w in sorted(models.items()):
+        ids = [int(i) for i in clients.loc[clients["round"] == t, "client"]]
+        if not ids:
+            raise ValueError(f"no client took part in round {t}")
+        frame = client_gradient_norms(fed, w.to(fed.x_train.device), ids, reduction, chunk=chunk)
+        frame.insert(0, "round", t)
+        frame.insert(2, "samples", [len(fed.parts[i]) for i in frame["client"]])
+        frames.append(frame)
+    return pd.concat(frames, ignore_index=True)
+
+
 def update_norms(fm: FlatModel, deltas: torch.Tensor, clients: Sequence[int] | None = None) -> pd.DataFrame:
     """Per-tensor norms of client updates (rows of ``deltas`` [n, d]; clients default to 0..n-1): columns client,
     tensor, layer, norm."""

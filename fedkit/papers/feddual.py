@@ -29,8 +29,8 @@ SMALL = {
     "fmnist": dict(dataset_args={"train_samples": 12_000, "test_samples": 2_000}, rounds=40),
     "cifar10": dict(dataset="cifar10_subset", dataset_args={"backbone": "vgg16_random"}, rounds=40),
 }
-CI = dict(dataset="mnist_5k", dataset_args={}, model="feddual_lenet", num_clients=20, clients_per_round=5,
-          rounds=3, local_epochs=1, partition_args={"alpha": 0.1})
+CI = dict(dataset="mnist_5k", dataset_args={}, model="feddual_lenet", model_args={}, num_clients=20,
+          clients_per_round=5, rounds=3, local_epochs=1, partition_args={"alpha": 0.1})
 
 # Table 1's methods, every one with Adam on the clients (Sec. 5). Hyper-parameters from the paper's grids
 # [assumption where it does not say which value Table 1 used]: FedProx μ = 0.001, FedNova's proximal μ = 0.001,
