@@ -570,11 +570,16 @@ def test_backbone_features_are_the_frozen_trunk_on_normalised_images_and_cached(
     out = backbone_features(data, "vgg16_random")
     torch.manual_seed(0)
     trunk = VGG16((3, 32, 32), 10).features.eval()
+    for layer in trunk:  # torchvision's VGG initialisation
+        if isinstance(layer, torch.nn.Conv2d):
+            torch.nn.init.kaiming_normal_(layer.weight, mode="fan_out", nonlinearity="relu")
+            torch.nn.init.zeros_(layer.bias)
     mean = torch.tensor([0.485, 0.456, 0.406]).view(1, 3, 1, 1)
     std = torch.tensor([0.229, 0.224, 0.225]).view(1, 3, 1, 1)
     with torch.no_grad():
         torch.testing.assert_close(out.x_train, trunk((data.x_train - mean) / std).flatten(1))
     assert out.x_test.shape == (2, 512) and out.name == "tiny+vgg16_random" and torch.equal(out.y_train, data.y_train)
+    assert out.x_train.std(0).mean() > 1e-2 * out.x_train.abs().mean()  # the features depend on the image
     assert len(list(tmp_path.iterdir())) == 1
     torch.testing.assert_close(backbone_features(data, "vgg16_random").x_test, out.x_test)  # from the cache
     with pytest.raises(ConfigError, match="unknown backbone"):

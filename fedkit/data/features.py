@@ -17,6 +17,7 @@ from .base import FedData
 
 IMAGENET_MEAN, IMAGENET_STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
 BACKBONES = ("vgg16_imagenet", "vgg16_random")  # the random trunk is the offline stand-in (seeded, labelled)
+VERSION = 2  # of the computed features, in their file name (1: the random trunk had PyTorch's default init)
 
 
 def features_cache() -> Path:
@@ -35,7 +36,7 @@ def backbone_features(data: FedData, backbone: str, batch: int = 256) -> FedData
     digest = hashlib.sha256()
     for t in (data.x_train, data.y_train, data.x_test):
         digest.update(t.numpy().tobytes())
-    path = features_cache() / f"{data.name}-{backbone}-{digest.hexdigest()[:16]}.pt"
+    path = features_cache() / f"{data.name}-{backbone}-v{VERSION}-{digest.hexdigest()[:16]}.pt"
     if path.exists():
         x_train, x_test = torch.load(path)
     else:
@@ -53,6 +54,11 @@ def _trunk(backbone: str) -> torch.nn.Module:
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
         model = VGG16((3, 32, 32), 10, pretrained=backbone == "vgg16_imagenet")
+        if backbone == "vgg16_random":  # torchvision's own VGG init: PyTorch's default one shrinks the signal layer
+            for layer in model.features:  # by layer until the 13th leaves features that barely depend on the image
+                if isinstance(layer, torch.nn.Conv2d):
+                    torch.nn.init.kaiming_normal_(layer.weight, mode="fan_out", nonlinearity="relu")
+                    torch.nn.init.zeros_(layer.bias)
     return model.features.eval()
 
 
