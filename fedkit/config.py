@@ -97,7 +97,7 @@ class Config:
         optimizer = make_optimizer(name, schedule, lr=self.lr, **self.optimizer_args)
         return Settings(num_clients=self.num_clients, clients_per_round=self.sampled_per_round(), rounds=self.rounds,
                         local_steps=self.local_steps, local_epochs=self.local_epochs, batch_size=self.batch_size,
-                        server_lr=self.server_lr, optimizer=optimizer, layout=layout)
+                        server_lr=self.server_lr, optimizer=optimizer, layout=layout, seed=self.seed)
 
     def build_algorithm(self, layout=None):
         """The run's algorithm, built with its settings and hyper-parameters (each checked on the way); a

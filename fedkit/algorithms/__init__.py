@@ -1,6 +1,7 @@
 """Federated algorithms by name. Each module implements one method against ``Algorithm``'s hooks."""
 from ..registry import build
 from .base import Algorithm, RoundInfo, Settings
+from .fadamgc import FANT, FAdamGC
 from .fedacg import FedACG
 from .fedavg import FedAvg
 from .fedbn import FedBN
@@ -18,7 +19,8 @@ from .tailored import Tailored
 
 ALGORITHMS: dict[str, type[Algorithm]] = {cls.name: cls for cls in (FedAvg, FedProx, Scaffold, Taco, FoolsGold,
                                                                     FedACG, Stem, Tailored, FedDyn,
-                                                                    FedNova, Moon, FedPVR, FedDual, FedBN)}
+                                                                    FedNova, Moon, FedPVR, FedDual, FedBN,
+                                                                    FAdamGC, FANT)}
 
 
 def make_algorithm(name: str, run: Settings | None = None, **hyper) -> Algorithm:

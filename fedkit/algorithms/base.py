@@ -34,6 +34,7 @@ class Settings:
     server_lr: float = 1.0  # η_g in delta units
     optimizer: Optimizer = field(default_factory=SGD)  # the client optimizer: η_l, its schedule, its rule
     layout: Layout | None = None  # the model's tensors; set when a Federation builds the algorithm (None in checks)
+    seed: int = 0  # the run's seed, for an algorithm's own random choices (FAdamGC's tracking subset)
 
 
 @dataclass

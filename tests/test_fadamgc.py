@@ -1,0 +1,98 @@
+"""FAdamGC and FA-NT: one local step by hand, the y / y_i bookkeeping under selective tracking, LocalAdam, bytes."""
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from test_run import client_results, digits_config, results
+
+from fedkit import ConfigError, run
+from fedkit.algorithms import Settings, make_algorithm
+from fedkit.engine import ClientInput
+from fedkit.federation import Federation
+from fedkit.optim import SGD, Adam
+
+ADAM = Adam(lr=0.01, bias_correction=False)
+
+
+def client(name):
+    alg = make_algorithm(name, Settings(num_clients=4, clients_per_round=2, optimizer=ADAM))
+    w0 = torch.linspace(-1, 1, 5)
+    y, y_i = torch.tensor([0.2, 0.0, -0.1, 0.3, 0.05]), torch.tensor([0.1, 0.1, 0.1, -0.2, 0.0])
+    c = ClientInput(w0, {"y": y, "track": torch.tensor(1.0)}, {"y_i": y_i}, torch.tensor(2.0), 0.01, 1)
+    return alg, c, y - y_i
+
+
+def test_fadamgc_corrects_before_the_moments_and_skips_bias_correction():
+    alg, c, correction = client("fadamgc")
+    w, local = alg.local_init(c)
+    g = torch.tensor([0.5, -0.2, 0.0, 0.1, -0.3])
+    w1, local, _ = alg.local_step(w, local, c, lambda _: (g, torch.tensor(0.0)))
+    d = g + correction
+    m, v = 0.1 * d, 0.001 * d * d  # no bias correction: the first step is inflated by 0.1 / √0.001 ≈ 3.16
+    torch.testing.assert_close(w1, c.w0 - 0.01 * m / (v.sqrt() + 1e-8))
+    torch.testing.assert_close(local["tracked"], g)  # the raw gradient is what y_i tracks
+    up, keep = alg.local_final(w1, local, c._replace(steps=torch.tensor(1.0)), None)
+    torch.testing.assert_close(keep["y_i"], g)
+    torch.testing.assert_close(up["dy"], g - c.kept["y_i"])
+
+
+def test_fa_nt_corrects_after_adams_direction():
+    alg, c, correction = client("fa_nt")
+    w, local = alg.local_init(c)
+    g = torch.tensor([0.5, -0.2, 0.0, 0.1, -0.3])
+    w1, local, _ = alg.local_step(w, local, c, lambda _: (g, torch.tensor(0.0)))
+    d = 0.1 * g / ((0.001 * g * g).sqrt() + 1e-8)  # Adam's direction of the raw gradient
+    torch.testing.assert_close(w1, c.w0 - 0.01 * (d + correction))
+    torch.testing.assert_close(local["tracked"], d)
+
+
+def test_a_client_outside_the_tracking_subset_keeps_its_buffer_and_uploads_no_change():
+    alg, c, _ = client("fadamgc")
+    c = c._replace(recv={**c.recv, "track": torch.tensor(0.0)})
+    w, local = alg.local_init(c)
+    w1, local, _ = alg.local_step(w, local, c, lambda _: (torch.ones(5), torch.tensor(0.0)))
+    up, keep = alg.local_final(w1, local, c, None)
+    torch.testing.assert_close(keep["y_i"], c.kept["y_i"])
+    assert (up["dy"] == 0).all()
+    ups = {"delta": torch.zeros(3, 5), "dy": torch.zeros(3, 5), "track": torch.tensor([1.0, 0.0, 1.0])}
+    assert alg.bytes_up(ups).tolist() == [40.0, 20.0, 40.0]
+
+
+@pytest.mark.parametrize("name", ["fadamgc", "fa_nt"])
+def test_y_stays_the_mean_of_every_clients_buffer_under_partial_participation_and_selective_tracking(name):
+    cfg = digits_config(algorithm=name, algorithm_args={"tracked": 2}, optimizer_args={"bias_correction": False},
+                        lr=0.01, rounds=4)
+    fed = Federation(cfg)
+    s = fed.initial()
+    for rnd in fed.rounds(s):
+        after = rnd.after
+        torch.testing.assert_close(after.server["y"], after.kept["y_i"].mean(0), rtol=1e-5, atol=1e-7)
+        assert rnd.metrics["tracked"].sum() == 2 and len(rnd.clients) == 5
+        others = torch.as_tensor(rnd.clients[rnd.metrics["tracked"].cpu().numpy() == 0])
+        torch.testing.assert_close(after.kept["y_i"][others], s.kept["y_i"][others])  # untracked: unchanged
+        s = after
+    assert s.server["y"].abs().sum() > 0
+
+
+def test_without_tracking_it_is_local_adam():
+    cfg = digits_config(optimizer="adam", optimizer_args={"bias_correction": False}, lr=0.01)
+    local_adam = run(cfg.replace(algorithm="fadamgc", algorithm_args={"tracked": 0}), cache=False, progress=False)
+    fedavg = run(cfg.replace(algorithm_args={"weighting": "uniform"}), cache=False, progress=False)
+    np.testing.assert_allclose(local_adam.weights.numpy(), fedavg.weights.numpy(), rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("name", ["fadamgc", "fa_nt"])
+def test_engines_give_the_same_history(name):
+    cfg = digits_config(algorithm=name, algorithm_args={"tracked": 3}, optimizer_args={"bias_correction": False},
+                        lr=0.01, local_steps=None, local_epochs=1)
+    seq = run(cfg.replace(engine="sequential"), cache=False, progress=False)
+    vec = run(cfg.replace(engine="vectorized"), cache=False, progress=False)
+    pd.testing.assert_frame_equal(results(seq), results(vec), rtol=1e-4, atol=1e-5)
+    pd.testing.assert_frame_equal(client_results(seq), client_results(vec), rtol=1e-4, atol=1e-5)
+
+
+def test_bad_settings_are_refused():
+    with pytest.raises(ConfigError, match="Adam"):
+        make_algorithm("fadamgc", Settings(optimizer=SGD()))
+    with pytest.raises(ConfigError, match="tracked=6"):
+        make_algorithm("fadamgc", Settings(clients_per_round=5, optimizer=ADAM), tracked=6)
