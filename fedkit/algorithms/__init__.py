@@ -4,10 +4,12 @@ from .base import Algorithm, RoundInfo, Settings
 from .fadamgc import FANT, FAdamGC
 from .fedacg import FedACG
 from .fedavg import FedAvg
+from .fedavgm import FedAvgM
 from .fedbn import FedBN
 from .feddual import FedDual
 from .feddyn import FedDyn
 from .fednova import FedNova
+from .fedopt import FedAdam, FedAMS
 from .fedprox import FedProx
 from .fedpvr import FedPVR
 from .foolsgold import FoolsGold
@@ -20,7 +22,7 @@ from .tailored import Tailored
 ALGORITHMS: dict[str, type[Algorithm]] = {cls.name: cls for cls in (FedAvg, FedProx, Scaffold, Taco, FoolsGold,
                                                                     FedACG, Stem, Tailored, FedDyn,
                                                                     FedNova, Moon, FedPVR, FedDual, FedBN,
-                                                                    FAdamGC, FANT)}
+                                                                    FAdamGC, FANT, FedAdam, FedAMS, FedAvgM)}
 
 
 def make_algorithm(name: str, run: Settings | None = None, **hyper) -> Algorithm:

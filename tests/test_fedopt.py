@@ -1,0 +1,89 @@
+"""FedAdam and FedAMS server steps and FedAvg-M's global direction, by hand."""
+import numpy as np
+import pytest
+import torch
+from test_run import digits_config
+
+from fedkit import run
+from fedkit.algorithms import RoundInfo, Settings, make_algorithm
+from fedkit.engine import ClientInput
+
+DELTAS = [torch.tensor([[0.2, -0.4], [0.0, 0.2]]), torch.tensor([[-0.1, 0.1], [-0.1, 0.1]])]  # two rounds, 2 clients
+
+
+def rounds(alg, w=None):
+    w = torch.zeros(2) if w is None else w
+    state = alg.init(w, None)
+    info = RoundInfo(1, torch.arange(2), torch.tensor([1, 3]), torch.tensor([4.0, 4.0]), 0.1)
+    out = []
+    for ups in DELTAS:
+        w, state, _ = alg.aggregate(w, state, {"delta": ups}, info)
+        out.append(w.clone())
+    return out, state
+
+
+def test_fedadam_algorithm_2_by_hand():
+    alg = make_algorithm("fedadam", Settings(server_lr=0.5), beta1=0.9, beta2=0.99, tau=1e-3)
+    got, _ = rounds(alg)
+    m, v, w = np.zeros(2), np.full(2, 1e-6), np.zeros(2)  # v_{-1} = τ²; uniform mean of the deltas
+    for ups in DELTAS:
+        delta = ups.numpy().mean(0)
+        m = 0.9 * m + 0.1 * delta
+        v = 0.99 * v + 0.01 * delta**2
+        w = w + 0.5 * m / (np.sqrt(v) + 1e-3)
+    np.testing.assert_allclose(got[-1].numpy(), w, rtol=1e-5)
+
+
+def test_fedadam_with_the_codes_bias_correction():
+    alg = make_algorithm("fedadam", Settings(), bias_correction=True, v_init="zero", beta2=0.999)
+    got, _ = rounds(alg)
+    m, v, w = np.zeros(2), np.zeros(2), np.zeros(2)
+    for t, ups in enumerate(DELTAS, 1):
+        delta = ups.numpy().mean(0)
+        m, v = 0.9 * m + 0.1 * delta, 0.999 * v + 0.001 * delta**2
+        w = w + (m / (1 - 0.9**t)) / (np.sqrt(v) / np.sqrt(1 - 0.999**t) + 1e-3)
+    np.testing.assert_allclose(got[-1].numpy(), w, rtol=1e-5)
+
+
+def test_fedams_keeps_the_largest_second_moment_with_eps_inside_the_max():
+    alg = make_algorithm("fedams", Settings(), eps=1e-3)
+    got, state = rounds(alg)
+    m, v, v_max, w = np.zeros(2), np.zeros(2), np.zeros(2), np.zeros(2)
+    for ups in DELTAS:
+        delta = ups.numpy().mean(0)
+        m, v = 0.9 * m + 0.1 * delta, 0.99 * v + 0.01 * delta**2
+        v_max = np.maximum(np.maximum(v_max, v), 1e-3)
+        w = w + m / np.sqrt(v_max)
+    np.testing.assert_allclose(got[-1].numpy(), w, rtol=1e-5)
+    np.testing.assert_allclose(state["v_max"].numpy(), v_max, rtol=1e-5)
+
+
+def test_fedavg_m_mixes_the_global_direction_into_each_step_and_tracks_the_mean_gradient():
+    alg = make_algorithm("fedavg_m", Settings(), beta=0.3)
+    u = torch.tensor([1.0, -2.0])
+    c = ClientInput(torch.zeros(2), {"u": u}, {}, torch.tensor(4.0), 0.1, 2)
+    g = torch.tensor([0.5, 0.5])
+    torch.testing.assert_close(alg.direction(g, None, c), 0.3 * g + 0.7 * u)
+    info = RoundInfo(1, torch.arange(2), torch.tensor([1, 3]), torch.tensor([4.0, 2.0]), 0.1)
+    ups = {"delta": torch.tensor([[0.4, 0.0], [0.0, -0.2]])}
+    w, state, _ = alg.aggregate(torch.zeros(2), alg.init(torch.zeros(2), None), ups, info)
+    torch.testing.assert_close(w, ups["delta"].mean(0))
+    # u = mean over clients of (x_t − y_i) / (η_l K_i): (−0.4 / 0.4, 0) and (0, 0.2 / 0.2)
+    torch.testing.assert_close(state["u"], torch.tensor([-0.5, 0.5]))
+
+
+def test_fedavg_m_with_beta_one_is_fedavg_and_downloads_two_models():
+    cfg = digits_config(rounds=2)
+    m = run(cfg.replace(algorithm="fedavg_m", algorithm_args={"beta": 1.0}), cache=False, progress=False)
+    avg = run(cfg.replace(algorithm_args={"weighting": "uniform"}), cache=False, progress=False)
+    np.testing.assert_allclose(m.weights.numpy(), avg.weights.numpy(), rtol=1e-6, atol=1e-7)
+    assert (m.clients["bytes_down"] == 2 * avg.clients["bytes_down"]).all()
+
+
+@pytest.mark.parametrize("name", ["fedadam", "fedams", "fedavg_m"])
+def test_runs_on_both_engines_alike(name):
+    cfg = digits_config(algorithm=name, server_lr=0.1 if name != "fedavg_m" else 1.0)
+    seq = run(cfg.replace(engine="sequential"), cache=False, progress=False)
+    vec = run(cfg.replace(engine="vectorized"), cache=False, progress=False)
+    np.testing.assert_allclose(seq.weights.numpy(), vec.weights.numpy(), rtol=1e-4, atol=1e-5)
+    assert not seq.diverged
