@@ -1,4 +1,4 @@
-"""FedAdam and FedAMS server steps and FedAvg-M's global direction, by hand."""
+"""FedAdam and FedAMS server steps, FedAvg-M's global direction and SCAFFOLD-M's variates, by hand."""
 import numpy as np
 import pytest
 import torch
@@ -80,10 +80,38 @@ def test_fedavg_m_with_beta_one_is_fedavg_and_downloads_two_models():
     assert (m.clients["bytes_down"] == 2 * avg.clients["bytes_down"]).all()
 
 
-@pytest.mark.parametrize("name", ["fedadam", "fedams", "fedavg_m"])
+@pytest.mark.parametrize("name", ["fedadam", "fedams", "fedavg_m", "scaffold_m"])
 def test_runs_on_both_engines_alike(name):
-    cfg = digits_config(algorithm=name, server_lr=0.1 if name != "fedavg_m" else 1.0)
+    cfg = digits_config(algorithm=name, server_lr=0.1 if name.startswith("fedad") or name == "fedams" else 1.0)
     seq = run(cfg.replace(engine="sequential"), cache=False, progress=False)
     vec = run(cfg.replace(engine="vectorized"), cache=False, progress=False)
     np.testing.assert_allclose(seq.weights.numpy(), vec.weights.numpy(), rtol=1e-4, atol=1e-5)
     assert not seq.diverged
+
+
+def test_scaffold_m_step_and_variates_by_hand():
+    from fedkit.optim import SGD
+
+    alg = make_algorithm("scaffold_m", Settings(num_clients=4, optimizer=SGD(lr=0.1)), beta=0.5)
+    u, c_server, c_i = torch.tensor([1.0, -2.0]), torch.tensor([0.2, 0.0]), torch.tensor([0.0, 0.4])
+    c = ClientInput(torch.zeros(2), {"u": u, "c": c_server}, {"c_i": c_i}, torch.tensor(2.0), 0.1, 2)
+    w, local = alg.local_init(c)
+    grads = iter([torch.tensor([0.5, 0.5]), torch.tensor([1.5, -0.5])])
+    for _ in range(2):
+        g = next(grads)
+        expected = w - 0.1 * (0.5 * (g - c_i + c_server) + 0.5 * u)
+        w, local, _ = alg.local_step(w, local, c, lambda _, g=g: (g, torch.tensor(0.0)))
+        torch.testing.assert_close(w, expected)
+    up, keep = alg.local_final(w, local, c, None)
+    torch.testing.assert_close(keep["c_i"], torch.tensor([1.0, 0.0]))  # the mean raw gradient
+    torch.testing.assert_close(up["dc"], torch.tensor([1.0, -0.4]))
+
+
+def test_scaffold_m_keeps_c_the_mean_of_every_clients_variate():
+    from fedkit.federation import Federation
+
+    fed = Federation(digits_config(algorithm="scaffold_m", algorithm_args={"beta": 0.5}, rounds=3))
+    for rnd in fed.rounds():
+        s = rnd.after
+        torch.testing.assert_close(s.server["c"], s.kept["c_i"].mean(0), rtol=1e-5, atol=1e-7)
+    assert s.server["c"].abs().sum() > 0

@@ -15,6 +15,7 @@ from .fedpvr import FedPVR
 from .foolsgold import FoolsGold
 from .moon import Moon
 from .scaffold import Scaffold
+from .scaffold_m import ScaffoldM
 from .stem import Stem
 from .taco import Taco
 from .tailored import Tailored
@@ -22,7 +23,7 @@ from .tailored import Tailored
 ALGORITHMS: dict[str, type[Algorithm]] = {cls.name: cls for cls in (FedAvg, FedProx, Scaffold, Taco, FoolsGold,
                                                                     FedACG, Stem, Tailored, FedDyn,
                                                                     FedNova, Moon, FedPVR, FedDual, FedBN,
-                                                                    FAdamGC, FANT, FedAdam, FedAMS, FedAvgM)}
+                                                                    FAdamGC, FANT, FedAdam, FedAMS, FedAvgM, ScaffoldM)}
 
 
 def make_algorithm(name: str, run: Settings | None = None, **hyper) -> Algorithm:
