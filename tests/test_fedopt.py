@@ -115,3 +115,61 @@ def test_scaffold_m_keeps_c_the_mean_of_every_clients_variate():
         s = rnd.after
         torch.testing.assert_close(s.server["c"], s.kept["c_i"].mean(0), rtol=1e-5, atol=1e-7)
     assert s.server["c"].abs().sum() > 0
+
+
+def quadratic_rounds(name, server, extra_grad=None, **args):
+    """Three rounds of ``name`` on the quadratic toy (local GD, K = 3, η_l = 0.15, all 4 clients) by hand: the
+    clients' deltas through ``server(x, deltas, state) -> (x, state)``; ``extra_grad(y, state)`` joins the gradient."""
+    from test_algorithms import W0, client_problem, toy_config
+
+    cfg = toy_config(algorithm=name, algorithm_args=args, rounds=3, server_lr=0.5)
+    b, a, sampled = client_problem(cfg)
+    x, state = np.array(W0), {}
+    for clients in sampled:
+        ups = []
+        for i in clients:
+            y = x.copy()
+            for _ in range(3):
+                y = y - 0.15 * (extra_grad(a[i] @ (y - b[i]), state) if extra_grad else a[i] @ (y - b[i]))
+            ups.append(y - x)
+        x, state = server(x, np.array(ups), state)
+    return cfg, x
+
+
+@pytest.mark.parametrize("engine", ["sequential", "vectorized"])
+def test_fedadam_and_fedams_on_the_quadratic_toy(engine):
+    from test_algorithms import final_weights
+
+    from fedkit.algorithms.fedopt import FedAdam, FedAMS
+
+    def adam(x, deltas, s, ams=False):
+        delta = deltas.mean(0)
+        m = 0.9 * s.get("m", 0) + 0.1 * delta
+        v = 0.99 * s.get("v", 1e-6 if not ams else 0.0) + 0.01 * delta**2
+        if ams:
+            v_max = np.maximum(np.maximum(s.get("v_max", 0.0), v), 1e-3)
+            return x + 0.5 * m / np.sqrt(v_max), {"m": m, "v": v, "v_max": v_max}
+        return x + 0.5 * m / (np.sqrt(v) + 1e-3), {"m": m, "v": v}
+
+    for name, cls, server in (("fedadam", FedAdam, adam), ("fedams", FedAMS, lambda *a: adam(*a, ams=True))):
+        cfg, expected = quadratic_rounds(name, server)
+        cfg = cfg.replace(engine=engine)
+        assert type(cfg.build_algorithm()) is cls
+        np.testing.assert_allclose(final_weights(cfg), expected, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("engine", ["sequential", "vectorized"])
+def test_fedavg_m_on_the_quadratic_toy(engine):
+    from test_algorithms import final_weights
+
+    from fedkit.algorithms.fedavgm import FedAvgM
+
+    def server(x, deltas, s):
+        s["u"] = -deltas.mean(0) / (0.15 * 3)  # the mean gradient per unit lr and step
+        return x + 0.5 * deltas.mean(0), s
+
+    mix = lambda g, s: 0.4 * g + 0.6 * s.get("u", 0.0)  # noqa: E731
+    cfg, expected = quadratic_rounds("fedavg_m", server, extra_grad=mix, beta=0.4)
+    cfg = cfg.replace(engine=engine)
+    assert type(cfg.build_algorithm()) is FedAvgM
+    np.testing.assert_allclose(final_weights(cfg), expected, rtol=1e-4, atol=1e-5)

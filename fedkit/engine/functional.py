@@ -241,7 +241,24 @@ class StackedGradient:
         return g, data.detach()
 
 
-class _VmapGradient(torch.autograd.Function):
+class _NotDifferentiable(torch.autograd.Function):
+    """A client computation handed a whole stack under vmap (below): it is never differentiated through."""
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        pass
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise RuntimeError("a client's local gradient or data pass is not differentiable")
+
+
+def _leading(t: torch.Tensor, dim: int | None, n: int) -> torch.Tensor:
+    """t with its vmapped dimension first, or repeated for the n clients when it is shared."""
+    return t.movedim(dim, 0) if dim is not None else t.expand(n, *t.shape)
+
+
+class _VmapGradient(_NotDifferentiable):
     """Hands a vmapped ``grad_at(v)`` to ``StackedGradient.stack`` with the batch dimension exposed: under
     ``vmap`` PyTorch calls ``vmap`` below with the stacked tensors; alone, ``forward`` runs a stack of one."""
 
@@ -253,18 +270,8 @@ class _VmapGradient(torch.autograd.Function):
         return g[0], data[0]
 
     @staticmethod
-    def setup_context(ctx, inputs, output):
-        pass
-
-    @staticmethod
-    def backward(ctx, *grads):
-        raise RuntimeError("the local gradient is not differentiable")
-
-    @staticmethod
     def vmap(info, in_dims, stack, spec, v, x, y, mask, *leaves):
-        n = info.batch_size
-        v, x, y, mask = (t.movedim(d, 0) if d is not None else t.expand(n, *t.shape)
-                         for t, d in zip((v, x, y, mask), in_dims[2:6]))
+        v, x, y, mask = (_leading(t, d, info.batch_size) for t, d in zip((v, x, y, mask), in_dims[2:6]))
         dims = [None if d is None else 0 for d in in_dims[6:]]
         leaves = [t if d is None else t.movedim(d, 0) for t, d in zip(leaves, in_dims[6:])]
         return stack(v, spec, leaves, dims, x, y, mask), (0, 0)
@@ -342,7 +349,7 @@ def _eval_mode(module: torch.nn.Module):
         module.train(was_training)
 
 
-class _ClientPass(torch.autograd.Function):
+class _ClientPass(_NotDifferentiable):
     """``fn(v [n, d], rows [n, m])`` (a tuple of [n, ...] results) for one client, or under vmap for the stack."""
 
     @staticmethod
@@ -351,17 +358,8 @@ class _ClientPass(torch.autograd.Function):
         return out if len(out) > 1 else out[0]
 
     @staticmethod
-    def setup_context(ctx, inputs, output):
-        pass
-
-    @staticmethod
-    def backward(ctx, *grads):
-        raise RuntimeError("a pass over the client's data is not differentiable")
-
-    @staticmethod
     def vmap(info, in_dims, fn, v, rows):
-        v, rows = (t.movedim(d, 0) if d is not None else t.expand(info.batch_size, *t.shape)
-                   for t, d in zip((v, rows), in_dims[1:]))
+        v, rows = (_leading(t, d, info.batch_size) for t, d in zip((v, rows), in_dims[1:]))
         out = fn(v, rows)
         return (out, (0,) * len(out)) if len(out) > 1 else (out[0], 0)
 
