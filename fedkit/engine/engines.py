@@ -172,7 +172,6 @@ class VectorizedEngine(Engine):
         share = (time.perf_counter() - start) / n
         return RoundResult(uploads, kept, (loss_sum / clients.steps).detach(), [share] * n)
 
-
     def _epoch_start(self, k, plans, w, local, clients):
         """``epoch_start`` for the clients whose epoch begins at step k (epoch lengths differ between clients)."""
         starting = [j for j, p in enumerate(plans) if k < p.steps and k % p.per_epoch == 0]
