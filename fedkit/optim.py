@@ -82,29 +82,36 @@ class SGD:
 
 @dataclass(frozen=True)
 class Adam:
-    """Adam (Kingma & Ba) with optional bias correction; moments reset every round unless an algorithm keeps them."""
+    """Adam (Kingma & Ba) with optional bias correction and AMSGrad's max (Reddi et al. 2018: the denominator uses
+    v̂ = max(v̂, v), kept with the moments); moments reset every round unless an algorithm keeps them. β1 = β2 = 0
+    is the sign-like step d ⊘ (|d| + ε), bounded by η_l per coordinate (FAdamGC's special case, Theorem 5.2)."""
 
     lr: Annotated[float, "(0, inf)"] = 0.001
     beta1: Annotated[float, "[0, 1)"] = 0.9
     beta2: Annotated[float, "[0, 1)"] = 0.999
     eps: Annotated[float, "(0, inf)"] = 1e-8
     bias_correction: bool = True
+    amsgrad: bool = False
     schedule: Constant | Step | Cosine = field(default_factory=Constant)
 
     lr_at = SGD.lr_at
 
     def init(self, w):
-        return {"m": torch.zeros_like(w), "v": torch.zeros_like(w), "t": torch.zeros((), device=w.device)}
+        state = {"m": torch.zeros_like(w), "v": torch.zeros_like(w), "t": torch.zeros((), device=w.device)}
+        return {**state, "v_max": torch.zeros_like(w)} if self.amsgrad else state
 
     def step(self, w, d, state, lr):
         t = state["t"] + 1
         m = self.beta1 * state["m"] + (1 - self.beta1) * d
         v = self.beta2 * state["v"] + (1 - self.beta2) * d * d
+        new = {"m": m, "v": v, "t": t}
+        if self.amsgrad:  # the denominator's v never decreases
+            v = new["v_max"] = torch.maximum(state["v_max"], v)
         m_hat, v_hat = m, v
         if self.bias_correction:
             m_hat = m / (1 - self.beta1**t)
             v_hat = v / (1 - self.beta2**t)
-        return w - lr * m_hat / (v_hat.sqrt() + self.eps), {"m": m, "v": v, "t": t}
+        return w - lr * m_hat / (v_hat.sqrt() + self.eps), new
 
 
 OPTIMIZERS = {"sgd": SGD, "adam": Adam}

@@ -37,6 +37,19 @@ def finals(histories: dict[tuple[str, int], History]) -> pd.DataFrame:
                          for (label, seed), h in histories.items()])
 
 
+def reach(histories: dict[tuple[str, int], History], target: float,
+          per_round: str = "sim_seconds") -> pd.DataFrame:
+    """One row per (method, seed): the first round whose test accuracy reaches ``target`` and the time until then,
+    the rounds' ``per_round`` column summed (default the simulated clock); NaN where never reached or diverged."""
+    rows = []
+    for (label, seed), h in histories.items():
+        hit = None if h.diverged else h.rounds_to(target)
+        rows.append({"method": label, "seed": seed, "target": target, "diverged": h.diverged,
+                     "rounds_to_target": np.nan if hit is None else hit,
+                     "time_to_target": np.nan if hit is None else h.time_to(target, per_round)})
+    return pd.DataFrame(rows)
+
+
 def mean_std(frame: pd.DataFrame, value: str, by=("method",)) -> pd.DataFrame:
     """mean, std (ddof 1; NaN for one seed), min, max and the number of seeds of ``value`` per group; a diverged
     seed's NaN counts as missing, and ``diverged`` says how many seeds diverged."""

@@ -96,3 +96,61 @@ def test_bad_settings_are_refused():
         make_algorithm("fadamgc", Settings(optimizer=SGD()))
     with pytest.raises(ConfigError, match="tracked=6"):
         make_algorithm("fadamgc", Settings(clients_per_round=5, optimizer=ADAM), tracked=6)
+
+
+def test_without_bias_correction_a_constant_gradient_is_inflated_by_the_known_factor():
+    """m_k = (1 − β1^k) g, v_k = (1 − β2^k) g²: step k moves η (1 − β1^k)/√(1 − β2^k) (≈ 3.16 at k = 1, 6.5 at 10)."""
+    alg, c, correction = client("fadamgc")
+    c = c._replace(recv={**c.recv, "y": c.kept["y_i"]})  # no correction: ĝ = g
+    w, local = alg.local_init(c)
+    g = torch.tensor([0.5, -0.2, 0.3, 0.1, -0.3])
+    for k in range(1, 11):
+        w_next, local, _ = alg.local_step(w, local, c, lambda _: (g, torch.tensor(0.0)))
+        factor = (1 - 0.9**k) / (1 - 0.999**k) ** 0.5
+        torch.testing.assert_close(w - w_next, 0.01 * factor * g.sign(), rtol=1e-4, atol=0)
+        w = w_next
+    assert 6.4 < factor < 6.6
+
+
+@pytest.mark.parametrize("bias_correction", [True, False])
+def test_amsgrad_divides_by_the_running_maximum_of_v(bias_correction):
+    opt = Adam(lr=0.1, bias_correction=bias_correction, amsgrad=True)
+    w, state = torch.zeros(3), opt.init(torch.zeros(3))
+    gradients = [torch.tensor([1.0, -2.0, 0.5]), torch.tensor([0.1, 0.1, 3.0]), torch.tensor([0.2, -0.1, 0.0])]
+    m, v, v_max = torch.zeros(3), torch.zeros(3), torch.zeros(3)
+    for t, g in enumerate(gradients, start=1):
+        w_new, state = opt.step(w, g, state, 0.1)
+        m, v = 0.9 * m + 0.1 * g, 0.999 * v + 0.001 * g * g
+        v_max = torch.maximum(v_max, v)
+        c1, c2 = (1 - 0.9**t, 1 - 0.999**t) if bias_correction else (1.0, 1.0)
+        torch.testing.assert_close(w_new, w - 0.1 * (m / c1) / ((v_max / c2).sqrt() + 1e-8))
+        w = w_new
+    assert (state["v_max"] > state["v"]).any()  # the max was used
+    if bias_correction:  # and it is PyTorch's AMSGrad
+        p = torch.zeros(3, requires_grad=True)
+        reference = torch.optim.Adam([p], lr=0.1, amsgrad=True)
+        for g in gradients:
+            p.grad = g.clone()
+            reference.step()
+        torch.testing.assert_close(w, p.detach())
+
+
+def test_the_special_case_moves_every_coordinate_at_most_eta_l_a_step():
+    """β1 = β2 = 0 (Theorem 5.2 / Table 3): the local step is η ĝ ⊘ (|ĝ| + ε); one round of K steps with full
+    participation and η_g = 1 moves the global model by at most K η_l in every coordinate."""
+    special = Adam(lr=0.01, beta1=0.0, beta2=0.0, bias_correction=False)
+    alg = make_algorithm("fadamgc", Settings(num_clients=4, clients_per_round=2, optimizer=special))
+    _, c, correction = client("fadamgc")
+    w, local = alg.local_init(c)
+    g = torch.tensor([0.5, -0.2, 0.0, 0.1, -0.3])
+    w1, _, _ = alg.local_step(w, local, c, lambda _: (g, torch.tensor(0.0)))
+    d = g + correction
+    torch.testing.assert_close(w1, c.w0 - 0.01 * d / (d.abs() + 1e-8))
+    cfg = digits_config(algorithm="fadamgc", optimizer="adam", lr=0.01, rounds=2, local_steps=7,
+                        optimizer_args={"beta1": 0.0, "beta2": 0.0, "bias_correction": False})
+    fed = Federation(cfg.replace(clients_per_round=cfg.num_clients))
+    w = fed.initial().w
+    for rnd in fed.rounds():
+        moved = (rnd.after.w - w).abs().max().item()
+        assert 0 < moved <= 7 * 0.01 * (1 + 1e-5)
+        w = rnd.after.w

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from fedkit import Config, History
-from fedkit.seeds import finals, mean_std, pm, run_seeds, separated, tidy
+from fedkit.seeds import finals, mean_std, pm, reach, run_seeds, separated, tidy
 
 
 def history(accuracies, diverged=False):
@@ -28,6 +28,22 @@ def test_mean_std_over_seeds_by_hand():
     final = finals(runs).set_index(["method", "seed"])
     assert np.isnan(final.loc[("B", 1), "final_accuracy"]) and final.loc[("A", 1), "final_accuracy"] == 0.7
     assert pm(0.6, 0.1) == "60.00 ± 10.00" and pm(0.4, np.nan) == "40.00" and pm(np.nan, np.nan) == "×"
+
+
+def test_rounds_and_simulated_time_to_a_target_by_hand():
+    def timed(accuracies, seconds, diverged=False):
+        h = history(accuracies, diverged)
+        h.rounds["sim_seconds"] = seconds
+        return h
+
+    runs = {("A", 0): timed([0.1, 0.4, 0.6, 0.7], [np.nan, 2.0, 3.0, 4.0]),
+            ("A", 1): timed([0.1, 0.2, 0.3, 0.4], [np.nan, 1.0, 1.0, 1.0]),
+            ("B", 0): timed([0.1, 0.6, np.nan, np.nan], [np.nan, 1.0, 1.0, 1.0], diverged=True)}
+    frame = reach(runs, 0.55).set_index(["method", "seed"])
+    assert frame.loc[("A", 0), "rounds_to_target"] == 2 and frame.loc[("A", 0), "time_to_target"] == 5.0
+    assert np.isnan(frame.loc[("A", 1), "rounds_to_target"]) and np.isnan(frame.loc[("A", 1), "time_to_target"])
+    assert np.isnan(frame.loc[("B", 0), "rounds_to_target"])  # a diverged run reached nothing
+    assert reach(runs, 0.35, per_round="sim_seconds").set_index(["method", "seed"]).loc[("A", 1), "time_to_target"] == 3.0
 
 
 def test_a_verdict_needs_seeds_that_separate():

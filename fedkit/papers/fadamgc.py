@@ -1,0 +1,161 @@
+"""FAdamGC's experimental settings (Sec. 6; algorithms-seed §3.7) at the three notebook scales, and the paper's numbers
+(Tables 2 and 3).
+
+The paper's Algorithm 1 and every numeric setting were lost in conversion: the algorithm is the reconstruction of
+algorithms-seed §3.2–3.3 (its switches: ``correction`` before/after Adam = FAdamGC/FA-NT, ``tracked`` = τ,
+``reset_moments``, the client Adam's ``bias_correction=False`` and ``amsgrad``), and N, S, K, α, τ, β's, targets
+below are the spec's assumptions, not the paper's values.
+
+"paper": ResNet-18 on CIFAR-10/100, 100 clients, 10 a round, K = 50, batch 32, Dirichlet α = 0.1, τ = S/2, Adam
+(0.9, 0.999, 1e-8) without bias correction. "small": the NIID-Bench CNN on a fixed 12,000 / 2,000 sample of
+Fashion-MNIST and on the 4,000 / 1,000 real CIFAR-10 subset in the data root, K = 20, 150 rounds, otherwise as
+paper (CIFAR-100 and TinyImageNet are not available offline). "ci": 20 clients on the 5k MNIST sample, 3 rounds.
+
+The simulated clock (Table 2's run time): a round costs K·``step_seconds`` of compute plus the bytes one client
+receives and the mean client upload over the link. The paper's per-round times imply one ResNet-18 transfer
+(11.2 M fp32 over 100 Mbit/s = 3.41 s) ≈ 341 local steps of 0.01 s (§3.6). Every scale keeps that ratio of one
+model transfer to one local step, so the methods' ordering by time is the paper's cost model; at small scale the
+link is slowed to match the CNN's size, so the minutes are not the paper's.
+"""
+from __future__ import annotations
+
+import pandas as pd
+
+from ..config import Config
+from ..models.registry import build_model, count_parameters
+
+STEP_SECONDS = 0.01  # one local step (A100, ResNet-18, batch 32: §3.6's fit)
+TRANSFER_STEPS = 341  # one model transfer costs this many local steps (11.17 M · 32 bit / 100 Mbit/s / 0.01 s)
+
+COMMON = dict(num_clients=100, clients_per_round=10, partition="dirichlet", partition_args={"phi": 0.1},
+              local_steps=50, batch_size=32, rounds=3000, engine="auto")
+PAPER = {
+    "cifar10": dict(dataset="cifar10", model="resnet18"),
+    "cifar100": dict(dataset="cifar100", model="resnet18"),
+}
+SMALL = {
+    "fmnist": dict(dataset="fashion_mnist", dataset_args={"train_samples": 12_000, "test_samples": 2_000},
+                   model="cnn", local_steps=20, rounds=150),
+    "cifar10": dict(dataset="cifar10_subset", model="cnn", local_steps=20, rounds=150),
+}
+CI = dict(dataset="mnist_5k", dataset_args={}, model="cnn", num_clients=20, clients_per_round=5, local_steps=5,
+          rounds=3)
+
+ADAM = {"beta1": 0.9, "beta2": 0.999, "eps": 1e-8, "bias_correction": False}
+SPECIAL = {**ADAM, "beta1": 0.0, "beta2": 0.0}  # Theorem 5.2 / Table 3: steps bounded by η_l (§3.4)
+# Table 2's seven methods: (algorithm, algorithm_args, client optimizer). τ = S/2 where a method tracks (None = S).
+METHODS = {
+    "FedAvg-M": ("fedavg_m", {}, "sgd"),
+    "SCAFFOLD-M": ("scaffold_m", {}, "sgd"),
+    "FedAdam": ("fedadam", {"tau": 1e-3}, "sgd"),
+    "FedAMS": ("fedams", {"eps": 1e-3}, "sgd"),
+    "LocalAdam": ("fadamgc", {"tracked": 0}, "adam"),
+    "FA-NT": ("fa_nt", {}, "adam"),
+    "FAdamGC": ("fadamgc", {}, "adam"),
+}
+TRACKING = ("FA-NT", "FAdamGC")
+# Learning rates (η_l, η_g) per method. Appendix H's tables were lost: chosen on the spec's grids (Adam-based
+# η_l ∈ {3e-4, 1e-3, 3e-3}, SGD-based η_l ∈ {0.01, 0.03, 0.1}, FedAdam/FedAMS η_g ∈ {1e-3, 3e-3, 1e-2, 3e-2} with
+# η_l = 0.03) by notebooks/fadamgc/appendix_h_learning_rates.ipynb at small scale on Fashion-MNIST (best mean test
+# accuracy over the last 10 of 60 rounds, seed 0), and used at every scale.
+LRS = {
+    "FedAvg-M": (0.1, 1.0),
+    "SCAFFOLD-M": (0.1, 1.0),
+    "FedAdam": (0.03, 0.01),
+    "FedAMS": (0.03, 0.01),
+    "LocalAdam": (1e-3, 1.0),
+    "FA-NT": (1e-3, 1.0),
+    "FAdamGC": (1e-3, 1.0),
+}
+GRID = {"adam": [3e-4, 1e-3, 3e-3], "sgd": [0.01, 0.03, 0.1], "server": [1e-3, 3e-3, 1e-2, 3e-2]}
+# Rounds-to-target accuracies. Paper: the spec's guesses (the paper's targets were lost); small: calibrated on the
+# first runs (just under what LocalAdam reaches in the round budget at α = 0.1).
+TARGETS = {"paper": {"cifar10": 0.65, "cifar100": 0.35}, "small": {"fmnist": 0.70, "cifar10": 0.30},
+           "ci": {"fmnist": 0.30, "cifar10": 0.30}}
+
+
+def _pm(text: str) -> tuple[float, float]:
+    mean, std = text.split("±")
+    return float(mean), float(std)
+
+
+_T2_ROUNDS = {
+    "CIFAR-10": "1014.5±250.3 544.3±59.9 2532.5±343.3 2388.8±286.6 589.5±74.0 394.8±31.3 310.0±16.8",
+    "CIFAR-100": "998.5±88.5 621.8±55.4 1854.0±185.3 1654±156.4 678.3±40.6 530.3±17.6 323.8±16.3",
+    "TinyImageNet": "215.5±10.4 242.2±15.4 543.2±45.2 463.5±35.7 177.3±8.3 157.0±6.4 66.3±4.4",
+    "20NewsGroups": "245.5±27.6 214.0±17.7 247.0±8.1 224.5±5.4 156.8±7.8 155.0±7.0 143.3±4.1",
+    "QNLI": "171.3±41.2 162.5±37.4 137.5±10.2 145.0±9.8 117.0±10.4 99.8±11.2 55.5±16.3",
+    "QQP": "316.5±64.3 299.0±70.3 245.3±20.5 267.8±22.1 213.0±53.8 196.3±5.1 63.0±4.6",
+    "SST-2": "150.5±36.1 129.8±32.5 84.3±4.2 78.8±4.4 47.0±5.8 48.8±8.4 30.3±7.3",
+}
+_T2_MINUTES = {
+    "CIFAR-10": "182.6±45.1 157.8±17.38 303.9±41.2 286.7±34.4 70.7±8.9 82.7±6.6 65.1±3.5",
+    "CIFAR-100": "179.7±15.9 180.3±16.1 222.5±22.2 198.5±18.8 81.4±4.9 111.4±3.7 68.0±3.4",
+    "TinyImageNet": "38.8±1.9 70.2±4.5 65.2±5.4 55.6±4.3 21.3±1.0 33.0±1.3 13.9±0.9",
+    "20NewsGroups": "34.4±3.9 35.1±2.9 31.6±1.0 28.7±0.7 20.1±1.0 22.6±1.0 20.9±0.6",
+    "QNLI": "24.8±6.0 27.4±6.3 18.2±1.4 19.2±1.3 15.5±1.4 15.0±1.7 8.4±2.5",
+    "QQP": "76.7±15.6 79.6±18.7 56.5±4.7 61.7±5.1 49.1±12.4 48.7±1.3 15.6±1.1",
+    "SST-2": "127.7±36.1 114.7±32.5 74.5±4.2 69.7±4.4 41.3±5.8 43.1±8.4 26.8±7.3",
+}
+
+
+def _table(rows: dict[str, str]) -> pd.DataFrame:
+    """Task × method cells as (mean, std) tuples (the conversion ran mean and std together: algorithms-seed §3.8)."""
+    return pd.DataFrame({task: [_pm(c) for c in cells.split()] for task, cells in rows.items()}, index=list(METHODS)).T
+
+
+TABLE2_ROUNDS = _table(_T2_ROUNDS)
+TABLE2_MINUTES = _table(_T2_MINUTES)
+# Table 3 (Appendix G): rounds, mean ± std; "*" = the special case β1 = β2 = 0
+TABLE3_ROUNDS = pd.DataFrame({
+    "LocalAdam": [(589.5, 74.0), (678.3, 40.6), (177.3, 8.3)],
+    "FA-NT*": [(401.5, 33.9), (867.5, 25.3), (164.3, 6.7)],
+    "FAdamGC*": [(358.8, 21.4), (527.0, 16.5), (85.5, 5.7)],
+    "FA-NT": [(394.8, 31.3), (530.3, 17.6), (157.0, 6.4)],
+    "FAdamGC": [(310.0, 16.8), (323.8, 16.3), (66.3, 4.4)],
+}, index=["CIFAR-10", "CIFAR-100", "TinyImageNet"])
+# which paper row a data set at each scale stands in for
+PAPER_ROW = {"cifar10": "CIFAR-10", "cifar100": "CIFAR-100", "fmnist": "CIFAR-10"}
+
+
+def label(dataset: str, scale: str) -> str:
+    """How a figure names the data actually used."""
+    if scale == "ci":
+        return f"{dataset} (ci: {CI['dataset']})"
+    if scale == "small" and dataset == "fmnist":
+        return "Fashion-MNIST 12k/2k sample, CNN (stands in for CIFAR-10)"
+    if scale == "small" and dataset == "cifar10":
+        return "CIFAR-10 4k/1k subset, CNN"
+    return f"{dataset}, ResNet-18"
+
+
+def clock(model: str, input_shape: tuple[int, ...], num_classes: int = 10, **model_args) -> dict:
+    """``step_seconds`` and ``link_mbps`` under which one transfer of ``model`` costs ``TRANSFER_STEPS`` local steps."""
+    bits = 32 * count_parameters(build_model(model, input_shape, num_classes, **model_args))
+    return {"step_seconds": STEP_SECONDS, "link_mbps": bits / 2**20 / (TRANSFER_STEPS * STEP_SECONDS)}
+
+
+SHAPES = {"fashion_mnist": (1, 28, 28), "mnist_5k": (1, 28, 28), "cifar10_subset": (3, 32, 32),
+          "cifar10": (3, 32, 32), "cifar100": (3, 32, 32)}
+CLASSES = {"cifar100": 100}
+
+
+def config(dataset: str, scale: str, method: str = "FAdamGC", seed: int = 0, device: str = "cpu",
+           special: bool = False, **changes) -> Config:
+    """The config of ``method`` (a Table 2 name) on ``dataset`` at ``scale``; ``special`` runs the client Adam with
+    β1 = β2 = 0 (Table 3); ``changes`` override any field (``algorithm_args`` are merged into the method's)."""
+    table = {"paper": PAPER, "small": SMALL, "ci": {d: CI for d in SMALL}}[scale]
+    if dataset not in table:
+        raise ValueError(f"{dataset!r} is not a {scale}-scale data set; {scale} covers {sorted(table)}")
+    algorithm, args, optimizer = METHODS[method]
+    lr, server_lr = LRS[method]
+    values = {**COMMON, **table[dataset], "algorithm": algorithm, "optimizer": optimizer, "lr": lr,
+              "server_lr": server_lr, "seed": seed, "device": device,
+              "optimizer_args": (SPECIAL if special else ADAM) if optimizer == "adam" else {}}
+    args = {**args, **changes.pop("algorithm_args", {})}
+    values.update(changes)
+    if method in TRACKING and "tracked" not in args:  # τ = S/2
+        args["tracked"] = max(1, values["clients_per_round"] // 2)
+    if "step_seconds" not in changes:
+        values.update(clock(values["model"], SHAPES[values["dataset"]], CLASSES.get(values["dataset"], 10)))
+    return Config(**values, algorithm_args=args)
