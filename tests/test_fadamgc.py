@@ -74,11 +74,13 @@ def test_y_stays_the_mean_of_every_clients_buffer_under_partial_participation_an
     assert s.server["y"].abs().sum() > 0
 
 
-def test_without_tracking_it_is_local_adam():
+def test_local_adam_is_fedavg_with_the_client_adam_and_sends_only_the_model():
     cfg = digits_config(optimizer="adam", optimizer_args={"bias_correction": False}, lr=0.01)
-    local_adam = run(cfg.replace(algorithm="fadamgc", algorithm_args={"tracked": 0}), cache=False, progress=False)
+    local_adam = run(cfg.replace(algorithm="local_adam"), cache=False, progress=False)
     fedavg = run(cfg.replace(algorithm_args={"weighting": "uniform"}), cache=False, progress=False)
     np.testing.assert_allclose(local_adam.weights.numpy(), fedavg.weights.numpy(), rtol=1e-6, atol=1e-7)
+    d = local_adam.weights.numel()
+    assert (local_adam.clients["bytes_up"] == 4 * d).all() and (local_adam.clients["bytes_down"] == 4 * d).all()
 
 
 @pytest.mark.parametrize("name", ["fadamgc", "fa_nt"])
@@ -92,8 +94,11 @@ def test_engines_give_the_same_history(name):
 
 
 def test_bad_settings_are_refused():
-    with pytest.raises(ConfigError, match="Adam"):
-        make_algorithm("fadamgc", Settings(optimizer=SGD()))
+    for name in ("fadamgc", "fa_nt", "local_adam"):
+        with pytest.raises(ConfigError, match="Adam"):
+            make_algorithm(name, Settings(optimizer=SGD()))
+    with pytest.raises(ConfigError, match="tracked"):
+        make_algorithm("fadamgc", Settings(optimizer=ADAM), tracked=0)
     with pytest.raises(ConfigError, match="tracked=6"):
         make_algorithm("fadamgc", Settings(clients_per_round=5, optimizer=ADAM), tracked=6)
 

@@ -1,7 +1,7 @@
 """Federated algorithms by name. Each module implements one method against ``Algorithm``'s hooks."""
 from ..registry import build
 from .base import Algorithm, RoundInfo, Settings
-from .fadamgc import FANT, FAdamGC
+from .fadamgc import FANT, FAdamGC, LocalAdam
 from .fedacg import FedACG
 from .fedavg import FedAvg
 from .fedavgm import FedAvgM
@@ -23,7 +23,8 @@ from .tailored import Tailored
 ALGORITHMS: dict[str, type[Algorithm]] = {cls.name: cls for cls in (FedAvg, FedProx, Scaffold, Taco, FoolsGold,
                                                                     FedACG, Stem, Tailored, FedDyn,
                                                                     FedNova, Moon, FedPVR, FedDual, FedBN,
-                                                                    FAdamGC, FANT, FedAdam, FedAMS, FedAvgM, ScaffoldM)}
+                                                                    FAdamGC, FANT, LocalAdam, FedAdam, FedAMS, FedAvgM,
+                                                                    ScaffoldM)}
 
 
 def make_algorithm(name: str, run: Settings | None = None, **hyper) -> Algorithm:

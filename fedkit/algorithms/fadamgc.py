@@ -7,7 +7,7 @@ Client i (Adam from the client optimizer: no bias correction in the paper, momen
 Selective tracking: a seeded subset T_t of τ of the sampled clients refreshes its buffer, y_i ← (1/K) Σ_k g_k
 (FAdamGC: raw gradients; FA-NT: Σ d_k, SCAFFOLD's option II) and uploads y_i⁺ − y_i; the others upload models only.
 Server: x ← x + η_g (1/S) Σ_S Δ_i;  y ← y + (1/N) Σ_{T_t} (y_i⁺ − y_i), which keeps y the mean of all y_i.
-``tracked=0`` switches tracking off: LocalAdam.
+LocalAdam (the baseline without tracking) is the same client Adam with plain averaging: only the model travels.
 """
 from __future__ import annotations
 
@@ -21,16 +21,25 @@ from ..optim import Adam
 from .base import Algorithm
 
 
-class FAdamGC(Algorithm):
-    name = "fadamgc"
-    default_optimizer = "adam"
-    correction: Literal["before", "after"] = "before"
+class LocalAdam(Algorithm):
+    """Adam on the clients (the run's optimizer: FAdamGC's setting has no bias correction), the server averages."""
 
-    def __init__(self, run, tracked: Annotated[int, "[0, inf)"] | None = None, reset_moments: bool = True,
-                 weighting: Literal["data", "uniform"] = "uniform"):
+    name = "local_adam"
+    default_optimizer = "adam"
+
+    def __init__(self, run, weighting: Literal["data", "uniform"] = "uniform"):
         super().__init__(run, weighting)
         if not isinstance(run.optimizer, Adam):
             raise ConfigError(f"{self.name} runs Adam on the clients, got optimizer {run.optimizer!r}")
+
+
+class FAdamGC(LocalAdam):
+    name = "fadamgc"
+    correction: Literal["before", "after"] = "before"
+
+    def __init__(self, run, tracked: Annotated[int, "[1, inf)"] | None = None, reset_moments: bool = True,
+                 weighting: Literal["data", "uniform"] = "uniform"):
+        super().__init__(run, weighting)
         if tracked is not None and tracked > run.clients_per_round:
             raise ConfigError(f"{self.name}: tracked={tracked} exceeds the {run.clients_per_round} clients a round")
         self.tracked, self.reset_moments = tracked, reset_moments

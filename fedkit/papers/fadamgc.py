@@ -49,7 +49,7 @@ METHODS = {
     "SCAFFOLD-M": ("scaffold_m", {}, "sgd"),
     "FedAdam": ("fedadam", {"tau": 1e-3}, "sgd"),
     "FedAMS": ("fedams", {"eps": 1e-3}, "sgd"),
-    "LocalAdam": ("fadamgc", {"tracked": 0}, "adam"),
+    "LocalAdam": ("local_adam", {}, "adam"),
     "FA-NT": ("fa_nt", {}, "adam"),
     "FAdamGC": ("fadamgc", {}, "adam"),
 }
