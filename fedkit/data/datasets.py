@@ -3,11 +3,13 @@
 The data root (``data_root()``) has one folder per data set, laid out like the project's shared/data:
 ``mnist/`` and ``fashion_mnist/`` ({train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]), ``adult/``
 (adult.data, adult.test), ``femnist_leaf/`` and ``leaf_shakespeare/`` ({train,test}/*.json),
-``cifar10_convnetjs/`` (cifar10_convnetjs_subset.npz); ``emnist/``, ``svhn/``, ``cifar10/`` and ``cifar100/``
-are torchvision roots. Only mnist, fashion_mnist and the torchvision sets can be downloaded, and only when
+``cifar10_convnetjs/`` (cifar10_convnetjs_subset.npz), ``sst2/`` (GLUE's train.tsv, dev.tsv) and
+``20newsgroups/`` (20news-bydate.tar.gz); ``emnist/``, ``svhn/``, ``cifar10/`` and ``cifar100/`` are torchvision
+roots. Only mnist, fashion_mnist, sst2, 20newsgroups and the torchvision sets can be downloaded, and only when
 allowed (``download=True`` or env FEDKIT_DOWNLOAD=1). ``digits``, ``mnist_5k`` and ``synthetic`` need no
 files. Images are float32 [n, C, H, W] in [0, 1] (pixel / 255, no normalisation), tabular data float32
-[n, F], text int64 [n, L], labels int64 [n].
+[n, F], text int64 [n, L] (sst2 and 20newsgroups: token ids of a lora_transformer base's tokenizer, option
+``tokenizer``, padded to ``max_length``), labels int64 [n].
 
 The tensors parsed from the data root's own files (all but the torchvision sets) are kept in memory for
 the process until those files change, so loading a set twice returns new FedData objects holding the same
@@ -21,13 +23,15 @@ import zipfile
 from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
+from typing import Annotated
 
 import numpy as np
 import torch
 
 from ..errors import ConfigError, DataFileError, DataNotFoundError
+from ..models.text import BASES, Base, load_tokenizer
 from ..registry import build
-from . import adult, leaf
+from . import adult, leaf, text
 from .base import FedData
 from .features import backbone_features
 from .idx import read_idx
@@ -326,6 +330,60 @@ def load_shakespeare(root: Path) -> FedData:
     return _load_leaf("shakespeare", "leaf_shakespeare", len(leaf.ALL_LETTERS), root)
 
 
+# ---- text: token ids of a lora_transformer base's tokenizer -------------------------------------------------
+
+def _check_length(name: str, tokenizer: str, max_length: int) -> None:
+    if max_length > BASES[tokenizer].max_length:
+        raise ConfigError(f"{name}: max_length must be at most {BASES[tokenizer].max_length} for tokenizer "
+                          f"{tokenizer!r}, got {max_length}")
+
+
+def _parse_sst2(key: tuple[Path, str, int]) -> tuple[torch.Tensor, ...]:
+    directory, tokenizer, max_length = key
+    (train, y_train), (test, y_test) = (text.read_sst2(directory / f) for f in ("train.tsv", "dev.tsv"))
+    tok = load_tokenizer(tokenizer)
+    return (text.tokenize(train, tok, max_length), _labels(y_train), text.tokenize(test, tok, max_length),
+            _labels(y_test))
+
+
+def load_sst2(root: Path, download: bool, tokenizer: Base = "minilm", max_length: Annotated[int, "[2, inf)"] = 128
+              ) -> FedData:
+    """GLUE SST-2, sst2/{train,dev}.tsv: 67,349 / 872 sentences (GLUE's dev split is the test split: its test split
+    has no labels) as token ids [max_length] of the ``tokenizer`` of that lora_transformer base, 2 classes."""
+    _check_length("sst2", tokenizer, max_length)
+    directory, files = root / "sst2", ["train.tsv", "dev.tsv"]
+    if download and not all((directory / f).is_file() for f in files):
+        text.download_sst2(directory)
+    _require("sst2", directory, files, downloadable=True)
+    tensors = _cached(_parse_sst2, (directory, tokenizer, max_length), [directory / f for f in files], "sst2",
+                      downloadable=True)
+    return FedData("sst2", *tensors, num_classes=2)
+
+
+def _parse_newsgroups(key: tuple[Path, str, int]) -> tuple[torch.Tensor, ...]:
+    path, tokenizer, max_length = key
+    splits, _ = text.read_newsgroups(path)
+    (train, y_train), (test, y_test) = splits["train"], splits["test"]
+    tok = load_tokenizer(tokenizer)
+    return (text.tokenize(train, tok, max_length), _labels(y_train), text.tokenize(test, tok, max_length),
+            _labels(y_test))
+
+
+def load_20newsgroups(root: Path, download: bool, tokenizer: Base = "minilm",
+                      max_length: Annotated[int, "[2, inf)"] = 128) -> FedData:
+    """20 Newsgroups "bydate", 20newsgroups/20news-bydate.tar.gz: 11,314 / 7,532 messages without their headers
+    (see text.read_newsgroups), as token ids [max_length] of the ``tokenizer`` of that lora_transformer base;
+    20 classes (the groups in alphabetical order)."""
+    _check_length("20newsgroups", tokenizer, max_length)
+    directory = root / "20newsgroups"
+    path = directory / text.NEWSGROUPS_FILE
+    if download and not path.is_file():
+        text.download_newsgroups(directory)
+    _require("20newsgroups", directory, [text.NEWSGROUPS_FILE], downloadable=True)
+    tensors = _cached(_parse_newsgroups, (path, tokenizer, max_length), [path], "20newsgroups", downloadable=True)
+    return FedData("20newsgroups", *tensors, num_classes=20)
+
+
 # ---- data bundled with installed packages ----------------------------------------------------------------
 
 def load_digits() -> FedData:
@@ -367,6 +425,8 @@ DATASETS: dict[str, Callable[..., FedData]] = {
     "adult": load_adult,
     "femnist": load_femnist,
     "shakespeare": load_shakespeare,
+    "sst2": load_sst2,
+    "20newsgroups": load_20newsgroups,
     "digits": load_digits,
     "mnist_5k": load_mnist_5k,
     "synthetic": synthetic,

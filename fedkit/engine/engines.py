@@ -120,6 +120,9 @@ class VectorizedEngine(Engine):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
+        if not vectorizable(self.fm):
+            raise ConfigError(f"engine 'vectorized' cannot run model {type(self.fm.module).__name__!r}: its forward "
+                              "has data-dependent control flow, which torch.func.vmap rejects; use engine='sequential'")
         if self.fm.buffers:
             raise ConfigError("engine 'vectorized' cannot run a model with buffers (BatchNorm running "
                               "statistics); use engine='sequential' or a GroupNorm variant")
@@ -192,20 +195,27 @@ def _where_active(active: torch.Tensor, new: torch.Tensor, old: torch.Tensor) ->
 ENGINES = {"sequential": SequentialEngine, "vectorized": VectorizedEngine}
 
 
+def vectorizable(fm: FlatModel) -> bool:
+    """Whether the model can run under torch.func.vmap: a module says it cannot with ``vectorizable = False``
+    (a Hugging Face transformer: its attention masks branch on tensor values)."""
+    return getattr(fm.module, "vectorizable", True)
+
+
 CPU_VECTORIZED_MAX_PARAMETERS = 200_000  # dense chains up to this size run vectorized on a CPU (see choose_engine)
 
 
 def choose_engine(name: str, fm: FlatModel, device: torch.device) -> str:
     """The engine a config's ``engine`` names; "auto" picks the faster one for the model and device, by a rule
     read off benchmarks/engines.py (2-thread CPU, vectorized/sequential time per round; an H100):
-    - a model with BatchNorm statistics: sequential (the vectorized engine cannot carry them);
+    - a model with BatchNorm statistics (the vectorized engine cannot carry them), or one that cannot run under
+      vmap (``vectorizable = False``, e.g. lora_transformer): sequential;
     - on a GPU, everything else: vectorized (7.7× the sequential engine on the small CNN, 8.2× on the MLP);
     - on a CPU, dense chains of at most 200k parameters: vectorized (4.6k-parameter adult MLP 4.0×, 19k 2.6×,
       53k 1.6×, 154k 1.4× the sequential engine; the 398k FC-500 0.94×); every other model: sequential (the small
       CNN 0.9×)."""
     if name != "auto":
         return name
-    if fm.buffers:
+    if fm.buffers or not vectorizable(fm):
         return "sequential"
     if device.type != "cpu":
         return "vectorized"

@@ -9,9 +9,10 @@ from .mlp import FC500, FcNet
 from .quadratic import QuadraticPoint
 from .registry import MODELS, build_model, count_parameters
 from .resnet import ResNet18
+from .text import LoRATransformer
 from .vgg import VGG16
 
 __all__ = [
     "FC500", "MODELS", "TFCNN", "VGG16", "CharLSTM", "FcNet", "LSTMStack", "LeNet5", "LeafCNN", "FedDualLeNet",
-    "QuadraticPoint", "ResNet18", "SimpleCNN", "build_model", "count_parameters",
+    "LoRATransformer", "QuadraticPoint", "ResNet18", "SimpleCNN", "build_model", "count_parameters",
 ]

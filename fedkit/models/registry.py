@@ -13,12 +13,13 @@ from .lstm import CharLSTM
 from .mlp import FC500, FcNet
 from .quadratic import QuadraticPoint
 from .resnet import ResNet18
+from .text import LoRATransformer
 from .vgg import VGG16
 
 MODELS: dict[str, Callable[..., nn.Module]] = {
     cls.model_name: cls
     for cls in (SimpleCNN, FcNet, LeNet5, ResNet18, VGG16, CharLSTM, FC500, LeafCNN, TFCNN, QuadraticPoint,
-                FedDualLeNet)
+                FedDualLeNet, LoRATransformer)
 }
 
 

@@ -1,0 +1,122 @@
+"""Text classification files: GLUE SST-2 (tsv) and 20 Newsgroups "bydate" (tar.gz), read, fetched and tokenized."""
+from __future__ import annotations
+
+import hashlib
+import io
+import tarfile
+import urllib.request
+import zipfile
+from pathlib import Path, PurePosixPath
+
+import numpy as np
+import torch
+
+from ..errors import DataFileError, DataNotFoundError
+
+SST2_URLS = ["https://dl.fbaipublicfiles.com/glue/data/SST-2.zip"]
+SST2_MD5 = {"train.tsv": "da409a0a939379ed32a470bc0f7fe99a", "dev.tsv": "268856b487b2a31a28c0a93daaff7288"}
+NEWSGROUPS_FILE = "20news-bydate.tar.gz"
+NEWSGROUPS_URLS = ["http://qwone.com/~jason/20Newsgroups/20news-bydate.tar.gz",
+                   "https://ndownloader.figshare.com/files/5975967"]  # the second: scikit-learn's copy
+NEWSGROUPS_SHA256 = "8f1b2514ca22a5ade8fbb9cfa5727df95fa587f4c87b786e15c759fa66d95610"  # scikit-learn's
+
+
+def read_sst2(path: Path) -> tuple[list[str], np.ndarray]:
+    """(sentences, int64 labels) of a GLUE SST-2 file: a header naming ``sentence`` and ``label``, tab-separated."""
+    try:
+        lines = path.read_text(encoding="utf-8").split("\n")
+    except UnicodeDecodeError as e:
+        raise DataFileError(f"{path} is not UTF-8 text ({e})") from None
+    header = lines[0].rstrip("\r").split("\t")
+    if "sentence" not in header or "label" not in header:
+        raise DataFileError(f"{path} has no GLUE header naming 'sentence' and 'label' (got {lines[0]!r})")
+    s, y = header.index("sentence"), header.index("label")
+    texts, labels = [], []
+    for number, line in enumerate(lines[1:], 2):
+        fields = line.rstrip("\r").split("\t")
+        if fields == [""]:
+            continue
+        if len(fields) != len(header) or fields[y] not in ("0", "1"):
+            raise DataFileError(f"{path}, line {number}: expected {len(header)} tab-separated fields and label 0 "
+                                f"or 1, got {line[:80]!r}")
+        texts.append(fields[s])
+        labels.append(int(fields[y]))
+    return texts, np.array(labels, dtype=np.int64)
+
+
+def read_newsgroups(path: Path) -> tuple[dict[str, tuple[list[str], np.ndarray]], list[str]]:
+    """({"train": (texts, labels), "test": ...}, the 20 group names) of the bydate archive: members
+    ``20news-bydate-{train,test}/<group>/<id>``, latin-1, each message's header (everything before the first blank
+    line) removed like scikit-learn's ``remove=("headers",)`` (it names the group); labels index the sorted group
+    names, messages in (group, id) order."""
+    found: dict[str, dict[tuple[str, str], str]] = {"train": {}, "test": {}}
+    try:
+        with tarfile.open(path, "r:gz") as tar:
+            for member in tar:
+                parts = [p for p in PurePosixPath(member.name).parts if p != "."]
+                if member.isfile() and len(parts) == 3 and parts[0] in ("20news-bydate-train", "20news-bydate-test"):
+                    text = tar.extractfile(member).read().decode("latin-1")
+                    found[parts[0].rsplit("-", 1)[1]][parts[1], parts[2]] = text.partition("\n\n")[2]
+    except (tarfile.TarError, OSError, EOFError) as e:
+        raise DataFileError(f"{path} is not a readable tar.gz ({type(e).__name__}: {e})") from None
+    groups = sorted({group for group, _ in found["train"]})
+    if not groups or not found["test"] or not {group for group, _ in found["test"]} <= set(groups):
+        raise DataFileError(f"{path} does not hold messages 20news-bydate-train/<group>/<id> and "
+                            "20news-bydate-test/<group>/<id> of the same groups")
+    index = {group: i for i, group in enumerate(groups)}
+    splits = {split: ([docs[k] for k in sorted(docs)], np.array([index[g] for g, _ in sorted(docs)], dtype=np.int64))
+              for split, docs in found.items()}
+    return splits, groups
+
+
+def tokenize(texts: list[str], tokenizer, max_length: int) -> torch.Tensor:
+    """int64 token ids [n, max_length]: truncated, right-padded with the tokenizer's pad id."""
+    ids = tokenizer(texts, padding="max_length", truncation=True, max_length=max_length, return_tensors="np")
+    return torch.from_numpy(ids["input_ids"].astype(np.int64))
+
+
+def download_sst2(directory: Path) -> None:
+    """train.tsv and dev.tsv from GLUE's SST-2.zip, each checked against its md5."""
+    data = _fetch("sst2", directory, SST2_URLS)
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as z:
+            files = {name: z.read(f"SST-2/{name}") for name in SST2_MD5}
+    except (zipfile.BadZipFile, KeyError) as e:
+        raise DataNotFoundError(f"sst2: the download from {SST2_URLS[0]} is not GLUE's SST-2.zip ({e}). Fix: put "
+                                f"train.tsv and dev.tsv in {directory}.") from None
+    for name, content in files.items():
+        if hashlib.md5(content).hexdigest() != SST2_MD5[name]:
+            raise DataNotFoundError(f"sst2: SST-2/{name} of the download from {SST2_URLS[0]} does not have GLUE's "
+                                    f"md5 {SST2_MD5[name]}. Fix: put train.tsv and dev.tsv in {directory}.")
+    for name, content in files.items():
+        _write(directory / name, content)
+
+
+def download_newsgroups(directory: Path) -> None:
+    """The bydate archive, checked against scikit-learn's sha256 (a mirror that sends other bytes is skipped)."""
+    _write(directory / NEWSGROUPS_FILE, _fetch("20newsgroups", directory, NEWSGROUPS_URLS, NEWSGROUPS_SHA256))
+
+
+def _fetch(name: str, directory: Path, urls: list[str], sha256: str | None = None) -> bytes:
+    """The bytes of the first of ``urls`` that answers (with ``sha256``, if given); DataNotFoundError if none does."""
+    error = None
+    for url in urls:
+        try:
+            with urllib.request.urlopen(url, timeout=60) as response:
+                data = response.read()
+        except OSError as e:
+            error = repr(e)
+            continue
+        if sha256 is None or hashlib.sha256(data).hexdigest() == sha256:
+            return data
+        error = f"{url} sent a file whose sha256 is not {sha256}"
+    raise DataNotFoundError(f"{name}: downloading into {directory} failed (tried {', '.join(urls)}): {error}. Fix: "
+                            f"check the network, or put the files in {directory}.")
+
+
+def _write(path: Path, content: bytes) -> None:
+    """``content`` into ``path``, whole or not at all."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    part = path.with_name(path.name + ".part")
+    part.write_bytes(content)
+    part.replace(path)
