@@ -71,3 +71,22 @@ def grouped_bars(frame: pd.DataFrame, columns: list[str], ticks: list[str], ylab
     ax.legend(fontsize=8)
     ax.set_title(title, fontsize=9)
     return fig
+
+
+def bars_vs_paper(ax, part: pd.DataFrame, colors: list, ylabel: str, paper_label: str):
+    """One panel: fedkit's ``mean`` ± ``std`` per row of ``part`` (index = method) as bars, each labelled
+    ``reached``/``seeds`` ('×' where no seed reached it), and the paper's ``paper_mean`` ± ``paper_std`` as black
+    diamonds on a right-hand axis of their own (the scales differ below paper scale: only orderings compare)."""
+    x = np.arange(len(part))
+    ax.bar(x - 0.1, part["mean"].fillna(0), width=0.6, yerr=part["std"].fillna(0), capsize=3, color=colors)
+    for i, (reached, seeds) in enumerate(zip(part["reached"], part["seeds"])):
+        ax.text(i - 0.1, 0, "×" if reached == 0 else f"{reached}/{seeds}", ha="center", va="bottom", fontsize=7)
+    paper = ax.twinx()
+    low_high = part["paper_std"].fillna(0)
+    paper.errorbar(x + 0.3, part["paper_mean"], yerr=low_high, fmt="D", color="k", ms=4, capsize=2)
+    paper.set_ylim(0, 1.15 * (part["paper_mean"] + low_high).max())
+    paper.set_ylabel(f"{paper_label} (◆)", fontsize=8)
+    ax.set_ylim(0, None)
+    ax.set_xticks(x, part.index, rotation=35, fontsize=8)
+    ax.set_ylabel(f"{ylabel} (bars)", fontsize=8)
+    return ax

@@ -50,6 +50,24 @@ def reach(histories: dict[tuple[str, int], History], target: float,
     return pd.DataFrame(rows)
 
 
+def by_seed(reached: pd.DataFrame, column: str, never) -> pd.DataFrame:
+    """Seeds × methods of ``column`` of a ``reach`` frame, a seed that never reached the target (or diverged) counted
+    as ``never`` (a number, or one per method: e.g. the round budget + 1, later than any seed that did)."""
+    frame = reached.pivot(index="seed", columns="method", values=column)[reached["method"].unique()]
+    return frame.fillna(pd.Series(never, index=frame.columns) if isinstance(never, dict) else never)
+
+
+def verdict(a: str, b: str, lower: pd.DataFrame) -> str:
+    """Whether ``a`` or ``b`` is lower on every seed (columns of ``lower``, seeds as rows: e.g. rounds to a target),
+    'seeds overlap: undecided', or no verdict with fewer than two seeds each (``separated``)."""
+    decided = separated(lower[a], lower[b])
+    if decided is None:
+        return "no verdict (one seed)"
+    if not decided:
+        return "seeds overlap: undecided"
+    return f"{a} < {b} on every seed" if lower[a].max() < lower[b].min() else f"{b} < {a} on every seed"
+
+
 def mean_std(frame: pd.DataFrame, value: str, by=("method",)) -> pd.DataFrame:
     """mean, std (ddof 1; NaN for one seed), min, max and the number of seeds of ``value`` per group; a diverged
     seed's NaN counts as missing, and ``diverged`` says how many seeds diverged."""

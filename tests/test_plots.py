@@ -30,3 +30,17 @@ def test_grouped_bars_one_group_per_row_one_bar_per_column():
     assert bars[:3] == [(-0.2, 40.0), (0.8, 30.0), (0.2, 45.0)]
     assert [t.get_text() for t in ax.get_legend().get_texts()] == ["on", "off"]
     assert [t.get_text() for t in ax.get_xticklabels()] == ["x\n1", "y\n2"]
+
+
+def test_bars_vs_paper_draws_fedkit_as_bars_and_the_paper_on_its_own_axis():
+    import matplotlib.pyplot as plt
+
+    part = pd.DataFrame({"mean": [10.0, NAN], "std": [1.0, NAN], "reached": [2, 0], "seeds": [2, 2],
+                         "paper_mean": [300.0, 500.0], "paper_std": [20.0, NAN]}, index=["A", "B"])
+    fig, ax = plt.subplots()
+    plots.bars_vs_paper(ax, part, ["C0", "C1"], "rounds", "paper CIFAR-10")
+    paper = fig.axes[1]
+    assert [p.get_height() for p in ax.patches] == [10.0, 0.0]  # a method that never reached it: no bar, and ×
+    assert [t.get_text() for t in ax.texts] == ["2/2", "×"]
+    assert list(paper.lines[0].get_ydata()) == [300.0, 500.0] and paper.get_ylim()[1] == 1.15 * 500.0
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["A", "B"] and paper.get_ylabel() == "paper CIFAR-10 (◆)"

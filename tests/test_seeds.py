@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from fedkit import Config, History
-from fedkit.seeds import finals, mean_std, pm, reach, run_seeds, separated, tidy
+from fedkit.seeds import by_seed, finals, mean_std, pm, reach, run_seeds, separated, tidy, verdict
 
 
 def history(accuracies, diverged=False):
@@ -45,6 +45,17 @@ def test_rounds_and_simulated_time_to_a_target_by_hand():
     assert np.isnan(frame.loc[("B", 0), "rounds_to_target"])  # a diverged run reached nothing
     later = reach(runs, 0.35, per_round="sim_seconds").set_index(["method", "seed"])
     assert later.loc[("A", 1), "time_to_target"] == 3.0
+
+
+def test_seeds_by_method_count_a_missed_target_as_the_budget_and_give_a_verdict_only_when_separated():
+    reached = pd.DataFrame({"method": ["A", "A", "B", "B"], "seed": [0, 1, 0, 1],
+                            "rounds_to_target": [10.0, 12.0, np.nan, 30.0]})
+    table = by_seed(reached, "rounds_to_target", {"A": 51, "B": 51})
+    assert table.loc[0, "B"] == 51 and table.loc[1, "B"] == 30 and list(table.columns) == ["A", "B"]
+    assert verdict("A", "B", table) == "A < B on every seed"
+    assert verdict("B", "A", table) == "A < B on every seed"
+    assert verdict("A", "B", by_seed(reached, "rounds_to_target", 11)) == "seeds overlap: undecided"
+    assert verdict("A", "B", table.iloc[:1]) == "no verdict (one seed)"
 
 
 def test_a_verdict_needs_seeds_that_separate():

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import os
 import tarfile
 import urllib.error
 import urllib.request
@@ -17,6 +16,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 import torch
+from test_datasets import shared_root as data_root
 
 from fedkit import Config, Federation, run
 from fedkit.data import load_dataset
@@ -320,11 +320,7 @@ def test_minilm_package_loads():
 
 
 def shared_root(folder: str) -> Path:
-    if not os.environ.get("FEDKIT_DATA"):
-        pytest.skip("FEDKIT_DATA is not set; point it at a copy of shared/data to run the real-data tests")
-    root = Path(os.environ["FEDKIT_DATA"])
-    if not (root / folder).is_dir():
-        pytest.skip(f"{root / folder} does not exist")
+    root = data_root(folder)
     minilm_installed()
     return root
 
