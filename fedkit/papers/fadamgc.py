@@ -36,7 +36,8 @@ PAPER = {
 SMALL = {
     "fmnist": dict(dataset="fashion_mnist", dataset_args={"train_samples": 12_000, "test_samples": 2_000},
                    model="cnn", local_steps=20, rounds=100),
-    "cifar10": dict(dataset="cifar10_subset", model="cnn", local_steps=20, rounds=100),
+    "cifar10": dict(dataset="cifar10_subset", model="cnn", local_steps=20, rounds=100,
+                    partition_args={"phi": 0.1, "min_size": 2}),  # 4,000 images: 10 each is never drawn at α = 0.1
 }
 CI = dict(dataset="mnist_5k", dataset_args={}, model="cnn", num_clients=20, clients_per_round=5, local_steps=5,
           rounds=3)
