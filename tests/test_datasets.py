@@ -4,11 +4,13 @@ under $FEDKIT_DATA."""
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import os
 import pickle
 import urllib.error
 import urllib.request
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +19,7 @@ import torch
 
 from fedkit.data import DATASETS, data_root, leaf, load_dataset
 from fedkit.data.adult import NUM_FEATURES
-from fedkit.errors import ConfigError, DataNotFoundError, FedkitError
+from fedkit.errors import ConfigError, DataFileError, DataNotFoundError, FedkitError
 
 IDX_NAMES = ["train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte",
              "t10k-labels-idx1-ubyte"]
@@ -387,11 +389,75 @@ def test_shakespeare_from_tiny_leaf_shards(tmp_path):
     assert d.users.tolist() == [0, 0, 0, 1]
 
 
+# ---- tinyimagenet ---------------------------------------------------------------------------------------
+
+def tiny_imagenet(path: Path) -> dict[str, np.ndarray]:
+    """A tiny-imagenet-200.zip at ``path`` of 2 wnids × 2 train images and 2 val images (val_1 grayscale), the
+    canonical layout; returns the pixels [3, 64, 64] written, by member name."""
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    wnids, images = ["n02", "n01"], {}  # wnids.txt's order, not sorted
+    for wnid in wnids:
+        for k in (1, 0):
+            images[f"train/{wnid}/images/{wnid}_{k}.JPEG"] = rng.integers(0, 256, (64, 64, 3), dtype=np.uint8)
+    images["val/images/val_0.JPEG"] = rng.integers(0, 256, (64, 64, 3), dtype=np.uint8)
+    images["val/images/val_1.JPEG"] = rng.integers(0, 256, (64, 64), dtype=np.uint8)
+    written = {}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr("tiny-imagenet-200/wnids.txt", "\n".join(wnids) + "\n")
+        z.writestr("tiny-imagenet-200/val/val_annotations.txt", "val_0.JPEG\tn01\t0\t0\t9\t9\n"
+                   "val_1.JPEG\tn02\t1\t1\t8\t8\n")
+        z.writestr("tiny-imagenet-200/train/n01/n01_boxes.txt", "n01_0.JPEG\t0\t0\t9\t9\n")
+        for name, array in images.items():
+            buffer = io.BytesIO()
+            Image.fromarray(array).save(buffer, format="PNG")  # lossless; PIL reads by content, not extension
+            z.writestr(f"tiny-imagenet-200/{name}", buffer.getvalue())
+            written[name] = np.repeat(array[None], 3, 0) if array.ndim == 2 else array.transpose(2, 0, 1)
+    return written
+
+
+@pytest.mark.parametrize("extracted", [False, True])
+def test_tinyimagenet_from_the_zip_or_its_folder(tmp_path, extracted):
+    path = tmp_path / "tinyimagenet" / "tiny-imagenet-200.zip"
+    written = tiny_imagenet(path)
+    if extracted:
+        with zipfile.ZipFile(path) as z:
+            z.extractall(path.parent)
+        path.unlink()
+    d = load_dataset("tinyimagenet", root=tmp_path)
+    assert (d.name, d.num_classes, d.input_shape) == ("tinyimagenet", 200, (3, 64, 64))
+    assert d.x_train.shape == (4, 3, 64, 64) and d.x_test.shape == (2, 3, 64, 64)
+    assert d.x_train.dtype == torch.float32 and d.y_train.dtype == torch.int64
+    assert 0 <= d.x_train.min() and d.x_train.max() <= 1
+    assert d.y_train.tolist() == [0, 0, 1, 1] and d.y_test.tolist() == [1, 0]  # by wnids.txt: n02 = 0, n01 = 1
+    order = ["train/n02/images/n02_0.JPEG", "train/n02/images/n02_1.JPEG", "train/n01/images/n01_0.JPEG"]
+    for i, name in enumerate(order):
+        assert (pixels(d.x_train[i]) == written[name]).all()
+    gray = pixels(d.x_test[1])
+    assert (gray == written["val/images/val_1.JPEG"]).all() and (gray[0] == gray[2]).all()  # grayscale -> RGB
+
+
+def test_tinyimagenet_missing_and_broken(tmp_path, offline):
+    with pytest.raises(DataNotFoundError) as e:
+        load_dataset("tinyimagenet", root=tmp_path)
+    msg = str(e.value)
+    assert str(tmp_path / "tinyimagenet") in msg and "tiny-imagenet-200.zip" in msg and "FEDKIT_DOWNLOAD=1" in msg
+    with pytest.raises(DataNotFoundError, match=r"downloading into .* failed \(tried http://cs231n"):
+        load_dataset("tinyimagenet", root=tmp_path, download=True)
+    (tmp_path / "tinyimagenet").mkdir()
+    (tmp_path / "tinyimagenet" / "tiny-imagenet-200.zip").write_bytes(b"not a zip")
+    with pytest.raises(DataFileError, match="tinyimagenet: .*not a readable tiny-imagenet-200.zip.*Fix"):
+        load_dataset("tinyimagenet", root=tmp_path)
+
+
 # ---- registry, options, data root -------------------------------------------------------------------------
 
 def test_registry_names():
     assert {"mnist", "fashion_mnist", "emnist", "svhn", "cifar10", "cifar100", "cifar10_subset", "adult",
-            "femnist", "shakespeare", "digits", "mnist_5k", "synthetic"} <= set(DATASETS)
+            "femnist", "shakespeare", "digits", "mnist_5k", "synthetic", "tinyimagenet", "sst2", "qnli",
+            "qqp"} <= set(DATASETS)
 
 
 def test_unknown_name():

@@ -1,10 +1,11 @@
 """Tests of the LoRA text path: model "lora_transformer" (peft adapters and a head on a frozen transformer) and the
-data sets sst2 / 20newsgroups, on the tiny random BERT and files written here in the canonical formats; marked
-shared_data, the real files under $FEDKIT_DATA; the MiniLM weights where their package is installed."""
+data sets sst2 / qnli / qqp / 20newsgroups, on the tiny random BERT and files written here in the canonical formats;
+marked shared_data, the real files under $FEDKIT_DATA; the MiniLM weights where their package is installed."""
 from __future__ import annotations
 
 import hashlib
 import io
+import re
 import tarfile
 import urllib.error
 import urllib.request
@@ -268,6 +269,56 @@ def test_text_loader_errors(tmp_path):
         load_dataset("20newsgroups", root=tmp_path, tokenizer="tiny_random")
 
 
+QNLI = "index\tquestion\tsentence\tlabel\n" + "".join(
+    f"{i}\tWhat is {w}?\t{w.capitalize()} is a thing that ends a long sentence here .\t{label}\n"
+    for i, (w, label) in enumerate([("rain", "entailment"), ("snow", "not_entailment"), ("fog", "entailment")]))
+QQP = ("id\tqid1\tqid2\tquestion1\tquestion2\tis_duplicate\n"
+       "0\t1\t2\tHow do I learn Python?\tWhat is the best way to learn Python?\t1\n"
+       "1\t3\t4\tWhy is the sky blue?\n"  # a malformed row: question2 and the label missing
+       "2\t5\t6\tWho wrote Hamlet?\tWhat is the capital of France?\t0\n"
+       "3\t7\t8\tIs it raining?\t\t0\n"  # an empty question2
+       "4\t9\t10\tWhat is 2 + 2?\tHow much is two plus two?\t1\n")
+PAIRS = {"qnli": (QNLI, [0, 1, 0]), "qqp": (QQP, [1, 0, 1])}
+
+
+@pytest.mark.parametrize("task", ["qnli", "qqp"])
+def test_glue_pairs_are_tokenised_as_pairs(tmp_path, task):
+    content, labels = PAIRS[task]
+    (tmp_path / task).mkdir()
+    for name in ("train.tsv", "dev.tsv"):
+        (tmp_path / task / name).write_text(content, encoding="utf-8")
+    d = load_dataset(task, root=tmp_path, tokenizer="tiny_random", max_length=16)
+    assert (d.name, d.num_classes, d.x_train.shape, d.x_test.shape) == (task, 2, (3, 16), (3, 16))
+    assert d.y_train.tolist() == d.y_test.tolist() == labels and d.x_train.dtype == d.y_train.dtype == torch.int64
+    first, second, _ = text_data.read_pairs(tmp_path / task / "train.tsv", task)
+    tok = load_tokenizer("tiny_random")
+    expected = tok(first, second, padding="max_length", truncation=True, max_length=16)["input_ids"]
+    assert d.x_train.tolist() == expected
+    assert (d.x_train == tok.sep_token_id).sum(1).tolist() == [2, 2, 2]  # [CLS] a [SEP] b [SEP]
+    if task == "qqp":  # rows 1 and 3 skipped
+        assert first == ["How do I learn Python?", "Who wrote Hamlet?", "What is 2 + 2?"]
+        assert second[2] == "How much is two plus two?"
+    else:
+        assert first[1] == "What is snow?" and d.x_train[1, -1] == tok.sep_token_id  # truncated to 16, [SEP] kept
+
+
+def test_glue_pair_errors(tmp_path):
+    for task in ("qnli", "qqp"):
+        folder = re.escape(str(tmp_path / task))
+        with pytest.raises(DataNotFoundError, match=rf"{task}: data not found in {folder} .*train.tsv, dev.tsv"):
+            load_dataset(task, root=tmp_path, tokenizer="tiny_random")
+    (tmp_path / "qnli").mkdir()
+    (tmp_path / "qnli" / "train.tsv").write_text(QNLI, encoding="utf-8")
+    with pytest.raises(DataNotFoundError, match="missing dev.tsv"):
+        load_dataset("qnli", root=tmp_path, tokenizer="tiny_random")
+    (tmp_path / "qnli" / "dev.tsv").write_text(QNLI + "9\tWhy?\tBecause.\tmaybe\n", encoding="utf-8")
+    with pytest.raises(DataFileError, match=r"dev.tsv, line 5: .*label entailment or not_entailment.*Fix"):
+        load_dataset("qnli", root=tmp_path, tokenizer="tiny_random")
+    (tmp_path / "qnli" / "dev.tsv").write_text(QQP, encoding="utf-8")
+    with pytest.raises(DataFileError, match="no GLUE header naming 'question', 'sentence' and 'label'"):
+        load_dataset("qnli", root=tmp_path, tokenizer="tiny_random")
+
+
 def serve(monkeypatch, pages: dict[str, bytes]):
     """urlopen answers the urls in ``pages`` and fails for any other, the way it does without a network."""
     def urlopen(url, timeout=None):
@@ -296,6 +347,14 @@ def test_downloads_check_their_digests(tmp_path, monkeypatch):
     assert len(load_dataset("sst2", root=tmp_path, tokenizer="tiny_random", download=True).y_train) == 40
     assert len(load_dataset("20newsgroups", root=tmp_path, tokenizer="tiny_random", download=True).y_train) == 9
     assert (tmp_path / "20newsgroups" / "20news-bydate.tar.gz").read_bytes() == archive  # the mirror that matched
+    zipped = io.BytesIO()
+    with zipfile.ZipFile(zipped, "w") as z:
+        for name in ("train.tsv", "dev.tsv"):
+            z.writestr(f"QQP/{name}", QQP)
+    serve(monkeypatch, {text_data.GLUE_HOST + "QQP-clean.zip": zipped.getvalue()})
+    assert load_dataset("qqp", root=tmp_path, tokenizer="tiny_random", download=True).y_test.tolist() == [1, 0, 1]
+    with pytest.raises(DataNotFoundError, match=r"qnli: downloading into .* failed \(tried .*/glue/data/QNLIv2.zip"):
+        load_dataset("qnli", root=tmp_path, tokenizer="tiny_random", download=True)
     serve(monkeypatch, {})
     with pytest.raises(DataNotFoundError, match=r"downloading into .* failed \(tried http://qwone.com"):
         load_dataset("20newsgroups", root=tmp_path / "elsewhere", tokenizer="tiny_random", download=True)

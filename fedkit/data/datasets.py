@@ -3,13 +3,15 @@
 The data root (``data_root()``) has one folder per data set, laid out like the project's shared/data:
 ``mnist/`` and ``fashion_mnist/`` ({train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]), ``adult/``
 (adult.data, adult.test), ``femnist_leaf/`` and ``leaf_shakespeare/`` ({train,test}/*.json),
-``cifar10_convnetjs/`` (cifar10_convnetjs_subset.npz), ``sst2/`` (GLUE's train.tsv, dev.tsv) and
+``cifar10_convnetjs/`` (cifar10_convnetjs_subset.npz), ``tinyimagenet/`` (tiny-imagenet-200.zip or the
+``tiny-imagenet-200/`` folder it extracts to), ``sst2/``, ``qnli/`` and ``qqp/`` (GLUE's train.tsv, dev.tsv) and
 ``20newsgroups/`` (20news-bydate.tar.gz); ``emnist/``, ``svhn/``, ``cifar10/`` and ``cifar100/`` are torchvision
-roots. Only mnist, fashion_mnist, sst2, 20newsgroups and the torchvision sets can be downloaded, and only when
-allowed (``download=True`` or env FEDKIT_DOWNLOAD=1). ``digits``, ``mnist_5k`` and ``synthetic`` need no
-files. Images are float32 [n, C, H, W] in [0, 1] (pixel / 255, no normalisation), tabular data float32
-[n, F], text int64 [n, L] (sst2 and 20newsgroups: token ids of a lora_transformer base's tokenizer, option
-``tokenizer``, padded to ``max_length``), labels int64 [n].
+roots. Only mnist, fashion_mnist, tinyimagenet, the GLUE tasks, 20newsgroups and the torchvision sets can be
+downloaded, and only when allowed (``download=True`` or env FEDKIT_DOWNLOAD=1). ``digits``, ``mnist_5k`` and
+``synthetic`` need no files. Images are float32 [n, C, H, W] in [0, 1] (pixel / 255, no normalisation), tabular
+data float32 [n, F], text int64 [n, L] (sst2, qnli, qqp and 20newsgroups: token ids of a lora_transformer base's
+tokenizer, option ``tokenizer``, padded to ``max_length``; qnli and qqp: both texts as one pair input), labels
+int64 [n].
 
 The tensors parsed from the data root's own files (all but the torchvision sets) are kept in memory for
 the process until those files change, so loading a set twice returns new FedData objects holding the same
@@ -31,7 +33,7 @@ import torch
 from ..errors import ConfigError, DataFileError, DataNotFoundError
 from ..models.text import BASES, Base, load_tokenizer
 from ..registry import build
-from . import adult, leaf, text
+from . import adult, leaf, text, tinyimagenet
 from .base import FedData
 from .features import backbone_features
 from .idx import read_idx
@@ -270,6 +272,29 @@ def load_cifar10_subset(root: Path) -> FedData:
                    num_classes=10)
 
 
+def _parse_tinyimagenet(source: Path) -> tuple[torch.Tensor, ...]:
+    x_train, y_train, x_test, y_test = tinyimagenet.read_tinyimagenet(source)
+    return _images(x_train), _labels(y_train), _images(x_test), _labels(y_test)
+
+
+def load_tinyimagenet(root: Path, download: bool) -> FedData:
+    """Tiny ImageNet, tinyimagenet/tiny-imagenet-200/ (extracted) or tinyimagenet/tiny-imagenet-200.zip (read
+    without extracting): 100,000 / 10,000 images [3, 64, 64] (the val split is the test split: test has no labels),
+    200 classes in wnids.txt's order. Cached while the zip, or the folder's wnids.txt and val_annotations.txt, keep
+    their size and mtime (see tinyimagenet.py)."""
+    directory = root / "tinyimagenet"
+    source = tinyimagenet.find(directory)
+    if source is None and download:
+        tinyimagenet.download(directory)
+        source = tinyimagenet.find(directory)
+    if source is None:
+        looked_for = [f"{tinyimagenet.FOLDER}/wnids.txt (the extracted zip)", tinyimagenet.ZIP]
+        raise _not_found("tinyimagenet", directory, looked_for, looked_for, downloadable=True)
+    files = [source] if source.suffix == ".zip" else [source / "wnids.txt", source / "val" / "val_annotations.txt"]
+    return FedData("tinyimagenet", *_cached(_parse_tinyimagenet, source, files, "tinyimagenet", downloadable=True),
+                   num_classes=200)
+
+
 def _parse_adult(directory: Path) -> tuple[torch.Tensor, ...]:
     x_train, y_train = adult.read_adult(directory / "adult.data")
     x_test, y_test = adult.read_adult(directory / "adult.test")
@@ -353,11 +378,49 @@ def load_sst2(root: Path, download: bool, tokenizer: Base = "minilm", max_length
     _check_length("sst2", tokenizer, max_length)
     directory, files = root / "sst2", ["train.tsv", "dev.tsv"]
     if download and not all((directory / f).is_file() for f in files):
-        text.download_sst2(directory)
+        text.download_glue("sst2", directory)
     _require("sst2", directory, files, downloadable=True)
     tensors = _cached(_parse_sst2, (directory, tokenizer, max_length), [directory / f for f in files], "sst2",
                       downloadable=True)
     return FedData("sst2", *tensors, num_classes=2)
+
+
+def _parse_pairs(key: tuple[str, Path, str, int]) -> tuple[torch.Tensor, ...]:
+    task, directory, tokenizer, max_length = key
+    tok = load_tokenizer(tokenizer)
+    tensors = []
+    for file in ("train.tsv", "dev.tsv"):
+        first, second, labels = text.read_pairs(directory / file, task)
+        tensors += [text.tokenize(first, tok, max_length, pairs=second), _labels(labels)]
+    return tuple(tensors)
+
+
+def _load_pairs(task: str, root: Path, download: bool, tokenizer: str, max_length: int) -> FedData:
+    _check_length(task, tokenizer, max_length)
+    directory, files = root / task, ["train.tsv", "dev.tsv"]
+    if download and not all((directory / f).is_file() for f in files):
+        text.download_glue(task, directory)
+    _require(task, directory, files, downloadable=True)
+    tensors = _cached(_parse_pairs, (task, directory, tokenizer, max_length), [directory / f for f in files], task,
+                      downloadable=True)
+    return FedData(task, *tensors, num_classes=2)
+
+
+def load_qnli(root: Path, download: bool, tokenizer: Base = "minilm", max_length: Annotated[int, "[2, inf)"] = 128
+              ) -> FedData:
+    """GLUE QNLI, qnli/{train,dev}.tsv (columns index, question, sentence, label): 104,743 / 5,463 (question,
+    sentence) pairs (dev is the test split) as token ids [max_length] of the pair, ``tokenizer`` of that
+    lora_transformer base; 2 classes, 0 = entailment (the sentence answers the question), 1 = not_entailment."""
+    return _load_pairs("qnli", root, download, tokenizer, max_length)
+
+
+def load_qqp(root: Path, download: bool, tokenizer: Base = "minilm", max_length: Annotated[int, "[2, inf)"] = 128
+             ) -> FedData:
+    """GLUE QQP, qqp/{train,dev}.tsv (columns id, qid1, qid2, question1, question2, is_duplicate): 363,846 / 40,430
+    question pairs in GLUE's QQP-clean (dev is the test split) as token ids [max_length] of the pair, ``tokenizer``
+    of that lora_transformer base; 2 classes, 1 = duplicate. Rows with a field missing or empty (a few in some
+    copies of QQP) are skipped."""
+    return _load_pairs("qqp", root, download, tokenizer, max_length)
 
 
 def _parse_newsgroups(key: tuple[Path, str, int]) -> tuple[torch.Tensor, ...]:
@@ -422,10 +485,13 @@ DATASETS: dict[str, Callable[..., FedData]] = {
     "cifar10": load_cifar10,
     "cifar100": load_cifar100,
     "cifar10_subset": load_cifar10_subset,
+    "tinyimagenet": load_tinyimagenet,
     "adult": load_adult,
     "femnist": load_femnist,
     "shakespeare": load_shakespeare,
     "sst2": load_sst2,
+    "qnli": load_qnli,
+    "qqp": load_qqp,
     "20newsgroups": load_20newsgroups,
     "digits": load_digits,
     "mnist_5k": load_mnist_5k,

@@ -1,4 +1,5 @@
-"""Text classification files: GLUE SST-2 (tsv) and 20 Newsgroups "bydate" (tar.gz), read, fetched and tokenized."""
+"""Text classification files: GLUE SST-2, QNLI and QQP (tsv) and 20 Newsgroups "bydate" (tar.gz), read, fetched and
+tokenized."""
 from __future__ import annotations
 
 import hashlib
@@ -13,8 +14,15 @@ import torch
 
 from ..errors import DataFileError, DataNotFoundError
 
-SST2_URLS = ["https://dl.fbaipublicfiles.com/glue/data/SST-2.zip"]
+GLUE_HOST = "https://dl.fbaipublicfiles.com/glue/data/"
+SST2_URLS = [GLUE_HOST + "SST-2.zip"]
 SST2_MD5 = {"train.tsv": "da409a0a939379ed32a470bc0f7fe99a", "dev.tsv": "268856b487b2a31a28c0a93daaff7288"}
+# GLUE task -> (zip on GLUE_HOST, its folder, md5 of train.tsv and dev.tsv; None: only the members are checked)
+GLUE_ZIPS = {"sst2": ("SST-2.zip", "SST-2", SST2_MD5), "qnli": ("QNLIv2.zip", "QNLI", None),
+             "qqp": ("QQP-clean.zip", "QQP", None)}
+# sentence-pair task -> (first text's column, second's, label column, label strings -> 0/1, skip malformed rows)
+GLUE_PAIRS = {"qnli": ("question", "sentence", "label", {"entailment": 0, "not_entailment": 1}, False),
+              "qqp": ("question1", "question2", "is_duplicate", {"0": 0, "1": 1}, True)}
 NEWSGROUPS_FILE = "20news-bydate.tar.gz"
 NEWSGROUPS_URLS = ["http://qwone.com/~jason/20Newsgroups/20news-bydate.tar.gz",
                    "https://ndownloader.figshare.com/files/5975967"]  # the second: scikit-learn's copy
@@ -44,6 +52,36 @@ def read_sst2(path: Path) -> tuple[list[str], np.ndarray]:
     return texts, np.array(labels, dtype=np.int64)
 
 
+def read_pairs(path: Path, task: str) -> tuple[list[str], list[str], np.ndarray]:
+    """(first texts, second texts, int64 labels) of a GLUE sentence-pair file of ``task`` (see GLUE_PAIRS): a header
+    naming the columns, tab-separated. Malformed rows (a field missing, an empty text, an unknown label) are errors,
+    except for qqp, whose copies hold a few: they are skipped."""
+    first, second, label, classes, skip = GLUE_PAIRS[task]
+    try:
+        lines = path.read_text(encoding="utf-8").split("\n")
+    except UnicodeDecodeError as e:
+        raise DataFileError(f"{path} is not UTF-8 text ({e})") from None
+    header = lines[0].rstrip("\r").split("\t")
+    if not {first, second, label} <= set(header):
+        raise DataFileError(f"{path} has no GLUE header naming {first!r}, {second!r} and {label!r} "
+                            f"(got {lines[0][:80]!r})")
+    a, b, y = header.index(first), header.index(second), header.index(label)
+    texts_a, texts_b, labels = [], [], []
+    for number, line in enumerate(lines[1:], 2):
+        fields = line.rstrip("\r").split("\t")
+        if fields == [""]:
+            continue
+        if len(fields) != len(header) or not fields[a] or not fields[b] or fields[y] not in classes:
+            if skip:
+                continue
+            raise DataFileError(f"{path}, line {number}: expected {len(header)} tab-separated fields, two texts and "
+                                f"label {' or '.join(classes)}, got {line[:80]!r}")
+        texts_a.append(fields[a])
+        texts_b.append(fields[b])
+        labels.append(classes[fields[y]])
+    return texts_a, texts_b, np.array(labels, dtype=np.int64)
+
+
 def read_newsgroups(path: Path) -> tuple[dict[str, tuple[list[str], np.ndarray]], list[str]]:
     """({"train": (texts, labels), "test": ...}, the 20 group names) of the bydate archive: members
     ``20news-bydate-{train,test}/<group>/<id>``, latin-1, each message's header (everything before the first blank
@@ -69,25 +107,28 @@ def read_newsgroups(path: Path) -> tuple[dict[str, tuple[list[str], np.ndarray]]
     return splits, groups
 
 
-def tokenize(texts: list[str], tokenizer, max_length: int) -> torch.Tensor:
-    """int64 token ids [n, max_length]: truncated, right-padded with the tokenizer's pad id."""
-    ids = tokenizer(texts, padding="max_length", truncation=True, max_length=max_length, return_tensors="np")
+def tokenize(texts: list[str], tokenizer, max_length: int, pairs: list[str] | None = None) -> torch.Tensor:
+    """int64 token ids [n, max_length]: truncated, right-padded with the tokenizer's pad id; with ``pairs``, each
+    text and its pair as one input (the tokenizer's pair format, the longer text truncated first)."""
+    ids = tokenizer(texts, pairs, padding="max_length", truncation=True, max_length=max_length, return_tensors="np")
     return torch.from_numpy(ids["input_ids"].astype(np.int64))
 
 
-def download_sst2(directory: Path) -> None:
-    """train.tsv and dev.tsv from GLUE's SST-2.zip, each checked against its md5."""
-    data = _fetch("sst2", directory, SST2_URLS)
+def download_glue(task: str, directory: Path) -> None:
+    """train.tsv and dev.tsv from GLUE's zip of ``task`` (see GLUE_ZIPS), each checked against its md5 where known."""
+    file, folder, md5s = GLUE_ZIPS[task]
+    url = GLUE_HOST + file
+    data = _fetch(task, directory, [url])
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as z:
-            files = {name: z.read(f"SST-2/{name}") for name in SST2_MD5}
+            files = {name: z.read(f"{folder}/{name}") for name in ("train.tsv", "dev.tsv")}
     except (zipfile.BadZipFile, KeyError) as e:
-        raise DataNotFoundError(f"sst2: the download from {SST2_URLS[0]} is not GLUE's SST-2.zip ({e}). Fix: put "
+        raise DataNotFoundError(f"{task}: the download from {url} is not GLUE's {file} ({e}). Fix: put "
                                 f"train.tsv and dev.tsv in {directory}.") from None
     for name, content in files.items():
-        if hashlib.md5(content).hexdigest() != SST2_MD5[name]:
-            raise DataNotFoundError(f"sst2: SST-2/{name} of the download from {SST2_URLS[0]} does not have GLUE's "
-                                    f"md5 {SST2_MD5[name]}. Fix: put train.tsv and dev.tsv in {directory}.")
+        if md5s is not None and hashlib.md5(content).hexdigest() != md5s[name]:
+            raise DataNotFoundError(f"{task}: {folder}/{name} of the download from {url} does not have GLUE's "
+                                    f"md5 {md5s[name]}. Fix: put train.tsv and dev.tsv in {directory}.")
     for name, content in files.items():
         _write(directory / name, content)
 
@@ -97,8 +138,10 @@ def download_newsgroups(directory: Path) -> None:
     _write(directory / NEWSGROUPS_FILE, _fetch("20newsgroups", directory, NEWSGROUPS_URLS, NEWSGROUPS_SHA256))
 
 
-def _fetch(name: str, directory: Path, urls: list[str], sha256: str | None = None) -> bytes:
-    """The bytes of the first of ``urls`` that answers (with ``sha256``, if given); DataNotFoundError if none does."""
+def _fetch(name: str, directory: Path, urls: list[str], sha256: str | None = None,
+           md5: str | None = None) -> bytes:
+    """The bytes of the first of ``urls`` that answers (with ``sha256`` / ``md5``, if given); DataNotFoundError if
+    none does."""
     error = None
     for url in urls:
         try:
@@ -107,9 +150,12 @@ def _fetch(name: str, directory: Path, urls: list[str], sha256: str | None = Non
         except OSError as e:
             error = repr(e)
             continue
-        if sha256 is None or hashlib.sha256(data).hexdigest() == sha256:
+        if sha256 is not None and hashlib.sha256(data).hexdigest() != sha256:
+            error = f"{url} sent a file whose sha256 is not {sha256}"
+        elif md5 is not None and hashlib.md5(data).hexdigest() != md5:
+            error = f"{url} sent a file whose md5 is not {md5}"
+        else:
             return data
-        error = f"{url} sent a file whose sha256 is not {sha256}"
     raise DataNotFoundError(f"{name}: downloading into {directory} failed (tried {', '.join(urls)}): {error}. Fix: "
                             f"check the network, or put the files in {directory}.")
 
