@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import io
 import tarfile
-import urllib.request
 import zipfile
 from pathlib import Path, PurePosixPath
 
@@ -13,6 +12,7 @@ import numpy as np
 import torch
 
 from ..errors import DataFileError, DataNotFoundError
+from .fetch import fetch, write_whole
 
 GLUE_HOST = "https://dl.fbaipublicfiles.com/glue/data/"
 SST2_URLS = [GLUE_HOST + "SST-2.zip"]
@@ -118,7 +118,7 @@ def download_glue(task: str, directory: Path) -> None:
     """train.tsv and dev.tsv from GLUE's zip of ``task`` (see GLUE_ZIPS), each checked against its md5 where known."""
     file, folder, md5s = GLUE_ZIPS[task]
     url = GLUE_HOST + file
-    data = _fetch(task, directory, [url])
+    data = fetch(task, directory, [url])
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as z:
             files = {name: z.read(f"{folder}/{name}") for name in ("train.tsv", "dev.tsv")}
@@ -130,39 +130,9 @@ def download_glue(task: str, directory: Path) -> None:
             raise DataNotFoundError(f"{task}: {folder}/{name} of the download from {url} does not have GLUE's "
                                     f"md5 {md5s[name]}. Fix: put train.tsv and dev.tsv in {directory}.")
     for name, content in files.items():
-        _write(directory / name, content)
+        write_whole(directory / name, content)
 
 
 def download_newsgroups(directory: Path) -> None:
     """The bydate archive, checked against scikit-learn's sha256 (a mirror that sends other bytes is skipped)."""
-    _write(directory / NEWSGROUPS_FILE, _fetch("20newsgroups", directory, NEWSGROUPS_URLS, NEWSGROUPS_SHA256))
-
-
-def _fetch(name: str, directory: Path, urls: list[str], sha256: str | None = None,
-           md5: str | None = None) -> bytes:
-    """The bytes of the first of ``urls`` that answers (with ``sha256`` / ``md5``, if given); DataNotFoundError if
-    none does."""
-    error = None
-    for url in urls:
-        try:
-            with urllib.request.urlopen(url, timeout=60) as response:
-                data = response.read()
-        except OSError as e:
-            error = repr(e)
-            continue
-        if sha256 is not None and hashlib.sha256(data).hexdigest() != sha256:
-            error = f"{url} sent a file whose sha256 is not {sha256}"
-        elif md5 is not None and hashlib.md5(data).hexdigest() != md5:
-            error = f"{url} sent a file whose md5 is not {md5}"
-        else:
-            return data
-    raise DataNotFoundError(f"{name}: downloading into {directory} failed (tried {', '.join(urls)}): {error}. Fix: "
-                            f"check the network, or put the files in {directory}.")
-
-
-def _write(path: Path, content: bytes) -> None:
-    """``content`` into ``path``, whole or not at all."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    part = path.with_name(path.name + ".part")
-    part.write_bytes(content)
-    part.replace(path)
+    write_whole(directory / NEWSGROUPS_FILE, fetch("20newsgroups", directory, NEWSGROUPS_URLS, NEWSGROUPS_SHA256))

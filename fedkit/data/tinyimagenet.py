@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import DataFileError
-from .text import _fetch, _write
+from .fetch import fetch, write_whole
 
 FOLDER, ZIP = "tiny-imagenet-200", "tiny-imagenet-200.zip"
 URL = "http://cs231n.stanford.edu/tiny-imagenet-200.zip"
@@ -81,4 +81,4 @@ def _decode(source: Path, items: list[tuple[int, str]], read) -> tuple[np.ndarra
 
 def download(directory: Path) -> None:
     """cs231n's zip (about 237 MB), checked against its md5, into ``directory`` (read without extracting)."""
-    _write(directory / ZIP, _fetch("tinyimagenet", directory, [URL], md5=MD5))
+    write_whole(directory / ZIP, fetch("tinyimagenet", directory, [URL], md5=MD5))
