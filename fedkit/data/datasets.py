@@ -363,47 +363,37 @@ def _check_length(name: str, tokenizer: str, max_length: int) -> None:
                           f"{tokenizer!r}, got {max_length}")
 
 
-def _parse_sst2(key: tuple[Path, str, int]) -> tuple[torch.Tensor, ...]:
-    directory, tokenizer, max_length = key
-    (train, y_train), (test, y_test) = (text.read_sst2(directory / f) for f in ("train.tsv", "dev.tsv"))
-    tok = load_tokenizer(tokenizer)
-    return (text.tokenize(train, tok, max_length), _labels(y_train), text.tokenize(test, tok, max_length),
-            _labels(y_test))
-
-
-def load_sst2(root: Path, download: bool, tokenizer: Base = "minilm", max_length: Annotated[int, "[2, inf)"] = 128
-              ) -> FedData:
-    """GLUE SST-2, sst2/{train,dev}.tsv: 67,349 / 872 sentences (GLUE's dev split is the test split: its test split
-    has no labels) as token ids [max_length] of the ``tokenizer`` of that lora_transformer base, 2 classes."""
-    _check_length("sst2", tokenizer, max_length)
-    directory, files = root / "sst2", ["train.tsv", "dev.tsv"]
-    if download and not all((directory / f).is_file() for f in files):
-        text.download_glue("sst2", directory)
-    _require("sst2", directory, files, downloadable=True)
-    tensors = _cached(_parse_sst2, (directory, tokenizer, max_length), [directory / f for f in files], "sst2",
-                      downloadable=True)
-    return FedData("sst2", *tensors, num_classes=2)
-
-
-def _parse_pairs(key: tuple[str, Path, str, int]) -> tuple[torch.Tensor, ...]:
+def _parse_glue(key: tuple[str, Path, str, int]) -> tuple[torch.Tensor, ...]:
     task, directory, tokenizer, max_length = key
     tok = load_tokenizer(tokenizer)
     tensors = []
     for file in ("train.tsv", "dev.tsv"):
-        first, second, labels = text.read_pairs(directory / file, task)
+        if task == "sst2":
+            (first, labels), second = text.read_sst2(directory / file), None
+        else:
+            first, second, labels = text.read_pairs(directory / file, task)
         tensors += [text.tokenize(first, tok, max_length, pairs=second), _labels(labels)]
     return tuple(tensors)
 
 
-def _load_pairs(task: str, root: Path, download: bool, tokenizer: str, max_length: int) -> FedData:
+def _load_glue(task: str, root: Path, download: bool, tokenizer: str, max_length: int) -> FedData:
+    """A GLUE task's {train,dev}.tsv under ``root``/``task`` (dev is the test split: GLUE's test has no labels) as
+    token ids [max_length] of the ``tokenizer`` of that lora_transformer base (a pair task's two texts as one pair
+    input), 2 classes."""
     _check_length(task, tokenizer, max_length)
     directory, files = root / task, ["train.tsv", "dev.tsv"]
     if download and not all((directory / f).is_file() for f in files):
         text.download_glue(task, directory)
     _require(task, directory, files, downloadable=True)
-    tensors = _cached(_parse_pairs, (task, directory, tokenizer, max_length), [directory / f for f in files], task,
+    tensors = _cached(_parse_glue, (task, directory, tokenizer, max_length), [directory / f for f in files], task,
                       downloadable=True)
     return FedData(task, *tensors, num_classes=2)
+
+
+def load_sst2(root: Path, download: bool, tokenizer: Base = "minilm", max_length: Annotated[int, "[2, inf)"] = 128
+              ) -> FedData:
+    """GLUE SST-2, sst2/{train,dev}.tsv: 67,349 / 872 sentences."""
+    return _load_glue("sst2", root, download, tokenizer, max_length)
 
 
 def load_qnli(root: Path, download: bool, tokenizer: Base = "minilm", max_length: Annotated[int, "[2, inf)"] = 128
@@ -411,7 +401,7 @@ def load_qnli(root: Path, download: bool, tokenizer: Base = "minilm", max_length
     """GLUE QNLI, qnli/{train,dev}.tsv (columns index, question, sentence, label): 104,743 / 5,463 (question,
     sentence) pairs (dev is the test split) as token ids [max_length] of the pair, ``tokenizer`` of that
     lora_transformer base; 2 classes, 0 = entailment (the sentence answers the question), 1 = not_entailment."""
-    return _load_pairs("qnli", root, download, tokenizer, max_length)
+    return _load_glue("qnli", root, download, tokenizer, max_length)
 
 
 def load_qqp(root: Path, download: bool, tokenizer: Base = "minilm", max_length: Annotated[int, "[2, inf)"] = 128
@@ -420,7 +410,7 @@ def load_qqp(root: Path, download: bool, tokenizer: Base = "minilm", max_length:
     question pairs in GLUE's QQP-clean (dev is the test split) as token ids [max_length] of the pair, ``tokenizer``
     of that lora_transformer base; 2 classes, 1 = duplicate. Rows with a field missing or empty (a few in some
     copies of QQP) are skipped."""
-    return _load_pairs("qqp", root, download, tokenizer, max_length)
+    return _load_glue("qqp", root, download, tokenizer, max_length)
 
 
 def _parse_newsgroups(key: tuple[Path, str, int]) -> tuple[torch.Tensor, ...]:

@@ -19,13 +19,15 @@ link is slowed to match the CNN's size, so the minutes are not the paper's.
 """
 from __future__ import annotations
 
+from functools import cache
+
 import pandas as pd
 
 from ..config import Config
 from ..models.registry import build_model, count_parameters
 
 STEP_SECONDS = 0.01  # one local step (A100, ResNet-18, batch 32: §3.6's fit)
-TRANSFER_STEPS = 341  # one model transfer costs this many local steps (11.17 M · 32 bit / 100 Mbit/s / 0.01 s)
+PAPER_LINK_MBPS = 100.0
 
 COMMON = dict(num_clients=100, clients_per_round=10, partition="dirichlet", partition_args={"phi": 0.1},
               local_steps=50, batch_size=32, rounds=3000, engine="auto")
@@ -160,10 +162,21 @@ def label(dataset: str, scale: str) -> str:
     return f"{dataset}, GPT-2 + LoRA" if dataset in LANGUAGE["paper"] else f"{dataset}, ResNet-18"
 
 
+def _bits(model: str, input_shape: tuple[int, ...], num_classes: int, **model_args) -> int:
+    return 32 * count_parameters(build_model(model, input_shape, num_classes, **model_args))
+
+
+@cache
+def transfer_steps() -> int:
+    """How many local steps one model transfer costs on the paper's clock: its ResNet-18 (CIFAR-10) over its link,
+    in steps of ``STEP_SECONDS`` (341)."""
+    return round(_bits("resnet18", (3, 32, 32), 10) / (PAPER_LINK_MBPS * 2**20) / STEP_SECONDS)
+
+
 def clock(model: str, input_shape: tuple[int, ...], num_classes: int = 10, **model_args) -> dict:
-    """``step_seconds`` and ``link_mbps`` under which one transfer of ``model`` costs ``TRANSFER_STEPS`` local steps."""
-    bits = 32 * count_parameters(build_model(model, input_shape, num_classes, **model_args))
-    return {"step_seconds": STEP_SECONDS, "link_mbps": bits / 2**20 / (TRANSFER_STEPS * STEP_SECONDS)}
+    """``step_seconds`` and ``link_mbps`` under which one transfer of ``model`` costs ``transfer_steps()`` steps."""
+    bits = _bits(model, input_shape, num_classes, **model_args)
+    return {"step_seconds": STEP_SECONDS, "link_mbps": bits / 2**20 / (transfer_steps() * STEP_SECONDS)}
 
 
 SHAPES = {"fashion_mnist": (1, 28, 28), "mnist_5k": (1, 28, 28), "cifar10_subset": (3, 32, 32),
