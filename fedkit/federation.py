@@ -180,8 +180,9 @@ class Federation:
         """The rest of the round once the clients have trained: threat, aggregation, the state after it."""
         s, alg, trained_ids = sent.before, self.algorithm, sent.trained_ids
         honest_uploads = result.uploads or {"delta": s.w.new_zeros(0, s.w.numel())}  # a sample of threats only
-        uploads = self.threat.uploads(sent.clients, honest_uploads, s.w, s.w_prev)
+        uploads = self.threat.uploads(sent.clients, honest_uploads, s.w, s.w_prev, sent.info.t)
         w_new, server, metrics = alg.aggregate(s.w, s.server, uploads, sent.info)
+        metrics = {**self.threat.metrics(sent.clients, sent.info.t), **metrics}
         kept = ({k: v.index_copy(0, trained_ids, result.kept[k]) for k, v in s.kept.items()} if sent.plans
                 else s.kept)
         buffers = self._new_buffers(s.buffers, result.buffers, trained_ids)

@@ -194,7 +194,7 @@ def _client_rows(fed: Federation, rnd: Round) -> list[dict]:
         plan, loss, seconds = next(trained) if rnd.trained[j] else (None, np.nan, 0.0)
         rows.append({"round": rnd.info.t, "client": int(i), "samples": int(fed.sizes[i]),
                      "steps": plan.steps if plan else 0, "train_loss": loss, "seconds": seconds,
-                     "bytes_up": int(up[j]), "bytes_down": down, "honest": bool(rnd.trained[j]),
+                     "bytes_up": int(up[j]), "bytes_down": down, "honest": not bool(fed.threat.bad[i]),
                      **{k: float(v[j]) for k, v in rnd.metrics.items()}})
     return rows
 

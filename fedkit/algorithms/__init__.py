@@ -1,6 +1,8 @@
 """Federated algorithms by name. Each module implements one method against ``Algorithm``'s hooks."""
 from ..registry import build
+from .adabest import AdaBest
 from .base import Algorithm, RoundInfo, Settings
+from .drag import Drag, DragRobust
 from .fadamgc import FANT, FAdamGC, LocalAdam
 from .fedacg import FedACG
 from .fedavg import FedAvg
@@ -12,6 +14,7 @@ from .fednova import FedNova
 from .fedopt import FedAdam, FedAMS
 from .fedprox import FedProx
 from .fedpvr import FedPVR
+from .fltrust import FLTrust
 from .foolsgold import FoolsGold
 from .moon import Moon
 from .scaffold import Scaffold
@@ -24,7 +27,7 @@ ALGORITHMS: dict[str, type[Algorithm]] = {cls.name: cls for cls in (FedAvg, FedP
                                                                     FedACG, Stem, Tailored, FedDyn,
                                                                     FedNova, Moon, FedPVR, FedDual, FedBN,
                                                                     FAdamGC, FANT, LocalAdam, FedAdam, FedAMS, FedAvgM,
-                                                                    ScaffoldM)}
+                                                                    ScaffoldM, Drag, DragRobust, FLTrust, AdaBest)}
 
 
 def make_algorithm(name: str, run: Settings | None = None, **hyper) -> Algorithm:
