@@ -11,7 +11,9 @@ paper's M, S, c, α, μ, β; targets 80 % / 70 % with round caps of 1000 / 2000 
 and the batch size 64 are the spec's assumptions: the paper gives neither). "small": full MNIST (60k / 10k)
 stands in for EMNIST-balanced (same network, 10 classes), and the 4,000 / 1,000 real CIFAR-10 subset with the
 NIID-Bench CNN (2 conv + 3 FC as well, 13× cheaper than the TF CNN on this CPU) for CIFAR-10; its root set keeps the
-paper's share of the training data (3000 / 50,000 = 6 % → 240 images); targets calibrated on the first runs.
+paper's share of the training data (3000 / 50,000 = 6 % → 240 images). Small targets, calibrated on first runs
+(seed 0, full participation): MNIST 90 % (FedAvg reaches 80 % in 15 rounds on MNIST, too easy to tell methods apart;
+90 % in 213), the CIFAR-10 subset 30 % (FedAvg's best in 300 rounds is 31 %).
 "ci": the 5k MNIST sample, a few rounds.
 """
 from __future__ import annotations
@@ -30,8 +32,8 @@ ROOT = {"paper": {"emnist": 3000, "cifar10": 3000}, "small": {"emnist": 3000, "c
 DRIFT = {
     "paper": {"emnist": dict(num_clients=40, partial=10, target=0.80, rounds=1000),
               "cifar10": dict(num_clients=20, partial=5, target=0.70, rounds=2000)},
-    "small": {"emnist": dict(num_clients=40, partial=10, target=0.80, rounds=300),
-              "cifar10": dict(num_clients=20, partial=5, target=0.40, rounds=300)},
+    "small": {"emnist": dict(num_clients=40, partial=10, target=0.90, rounds=300),
+              "cifar10": dict(num_clients=20, partial=5, target=0.30, rounds=300)},
     "ci": {"emnist": dict(num_clients=8, partial=4, target=0.5, rounds=4),
            "cifar10": dict(num_clients=8, partial=4, target=0.3, rounds=3)},
 }
