@@ -38,7 +38,7 @@ HELP = {
     "lr_schedule": "η_l over rounds: constant, step or cosine",
     "lr_schedule_args": "options of the schedule, e.g. '{every: 10, gamma: 0.5}' for step",
     "server_lr": "η_g, server learning rate: x ← x + server_lr·Σ p_i (y_i − x); 1 = plain averaging",
-    "threat": "threat model, e.g. freeloaders; null = every client honest",
+    "threat": "threat model, e.g. freeloaders or random_scaling (fedkit list threats); null = every client honest",
     "threat_args": "options of the threat",
     "optimizer": "client optimizer; null = the algorithm's own choice (fedkit list optimizers)",
     "optimizer_args": "options of the client optimizer",
@@ -204,9 +204,10 @@ def cmd_list(args) -> int:
     from .data import DATASETS, PARTITIONS
     from .models import MODELS
     from .optim import OPTIMIZERS
+    from .threats import THREATS
 
     for title, registry in (("algorithms", ALGORITHMS), ("datasets", DATASETS), ("models", MODELS),
-                            ("partitions", PARTITIONS), ("optimizers", OPTIMIZERS)):
+                            ("partitions", PARTITIONS), ("optimizers", OPTIMIZERS), ("threats", THREATS)):
         if args.what in (None, title):
             print(f"{title}: {', '.join(sorted(registry))}")
     return 0
@@ -225,8 +226,9 @@ def parser() -> argparse.ArgumentParser:
     top = _Parser(prog="fedkit", description=__doc__)
     sub = top.add_subparsers(dest="command", required=True)
     _run_parser(sub)
-    p = sub.add_parser("list", help="list algorithms, datasets, models, partitions, optimizers")
-    p.add_argument("what", nargs="?", choices=("algorithms", "datasets", "models", "partitions", "optimizers"))
+    p = sub.add_parser("list", help="list algorithms, datasets, models, partitions, optimizers, threats")
+    p.add_argument("what", nargs="?", choices=("algorithms", "datasets", "models", "partitions", "optimizers",
+                                               "threats"))
     p = sub.add_parser("figures", help="run notebooks through papermill and write figures/",
                        description="Runs every notebook, even after one fails, then prints a table of them "
                                    "(status, minutes, figure files written); exit status 1 if any failed.")

@@ -27,7 +27,8 @@ class Threat:
         """Which of the sampled clients run local training."""
         return np.ones(len(clients), dtype=bool)
 
-    def uploads(self, clients: np.ndarray, honest: dict[str, torch.Tensor], w, w_prev, t: int) -> dict[str, torch.Tensor]:
+    def uploads(self, clients: np.ndarray, honest: dict[str, torch.Tensor], w, w_prev,
+                t: int) -> dict[str, torch.Tensor]:
         """Uploads of all sampled clients ([n, ...], client order) in round t from those of the ones that trained."""
         return honest
 
@@ -37,7 +38,7 @@ class Threat:
 
 
 class ChosenClients(Threat):
-    """A threat carried out by a fixed set of clients, ``count`` of them or a ``fraction`` of all, picked once per run."""
+    """A threat carried out by a fixed set of clients (``count`` of them, or a ``fraction`` of all), picked once."""
 
     def __init__(self, fraction: float | None = None, count: int | None = None):
         if (fraction is None) == (count is None):
