@@ -87,3 +87,11 @@ def test_every_algorithm_is_validated_before_the_first_trains(monkeypatch, capsy
     assert main(["run", "--algorithm", "fedavg,fedprox", "--algorithm-args", "{nonsense: 1}"]) == 2
     assert trained == []
     assert capsys.readouterr().err.startswith("fedkit: error: ")
+
+
+def test_list_names_every_registry_including_threats(capsys):
+    assert main(["list", "threats"]) == 0
+    assert capsys.readouterr().out.strip() == "threats: freeloaders, none, random_scaling"
+    assert main(["list"]) == 0
+    assert {line.split(":")[0] for line in capsys.readouterr().out.splitlines()} == {
+        "algorithms", "datasets", "models", "partitions", "optimizers", "threats"}
