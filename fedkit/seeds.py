@@ -57,15 +57,18 @@ def by_seed(reached: pd.DataFrame, column: str, never) -> pd.DataFrame:
     return frame.fillna(pd.Series(never, index=frame.columns) if isinstance(never, dict) else never)
 
 
-def verdict(a: str, b: str, lower: pd.DataFrame) -> str:
-    """Whether ``a`` or ``b`` is lower on every seed (columns of ``lower``, seeds as rows: e.g. rounds to a target),
-    'seeds overlap: undecided', or no verdict with fewer than two seeds each (``separated``)."""
-    decided = separated(lower[a], lower[b])
+def verdict(a: str, b: str, values: pd.DataFrame, higher: bool = False) -> str:
+    """Whether ``a`` or ``b`` is lower on every seed (columns of ``values``, seeds as rows: e.g. rounds to a target;
+    ``higher=True``: which is higher, e.g. final accuracy), 'seeds overlap: undecided', or no verdict with fewer than
+    two seeds each (``separated``)."""
+    decided = separated(values[a], values[b])
     if decided is None:
         return "no verdict (one seed)"
     if not decided:
         return "seeds overlap: undecided"
-    return f"{a} < {b} on every seed" if lower[a].max() < lower[b].min() else f"{b} < {a} on every seed"
+    a_below = values[a].max() < values[b].min()
+    first, second = (a, b) if a_below != higher else (b, a)
+    return f"{first} {'>' if higher else '<'} {second} on every seed"
 
 
 def mean_std(frame: pd.DataFrame, value: str, by=("method",)) -> pd.DataFrame:

@@ -54,6 +54,7 @@ def test_seeds_by_method_count_a_missed_target_as_the_budget_and_give_a_verdict_
     assert table.loc[0, "B"] == 51 and table.loc[1, "B"] == 30 and list(table.columns) == ["A", "B"]
     assert verdict("A", "B", table) == "A < B on every seed"
     assert verdict("B", "A", table) == "A < B on every seed"
+    assert verdict("A", "B", table, higher=True) == verdict("B", "A", table, higher=True) == "B > A on every seed"
     assert verdict("A", "B", by_seed(reached, "rounds_to_target", 11)) == "seeds overlap: undecided"
     assert verdict("A", "B", table.iloc[:1]) == "no verdict (one seed)"
 

@@ -39,6 +39,7 @@ DRIFT = {
 }
 BYZANTINE_ROUNDS = {"paper": 300, "small": 150, "ci": 3}
 ATTACKERS = {"emnist": 4, "cifar10": 1}  # A of M = S = 10
+CLASSES = {"emnist": {"paper": 47, "small": 10, "ci": 10}, "cifar10": {"paper": 10, "small": 10, "ci": 10}}
 VARIANCE = 3.0  # σ² of p
 
 # The methods of each figure: (algorithm, algorithm_args). FedAvg and FedProx average uniformly (eq. 4: 1/S).
