@@ -275,8 +275,9 @@ def test_too_many_attackers_or_root_samples_are_refused():
         Federation(attack_config(threat_args={"count": 10}))
     with pytest.raises(ConfigError, match="root_samples=9000 exceeds"):
         Federation(attack_config(algorithm="fltrust", algorithm_args={"root_samples": 9000}))
-    with pytest.raises(ConfigError, match="adabest has no server learning rate"):
-        toy_config(algorithm="adabest", server_lr=0.5)
+    for algorithm in ("adabest", "drag", "drag_robust"):
+        with pytest.raises(ConfigError, match=f"{algorithm} has no server learning rate.*server_lr=0.5"):
+            toy_config(algorithm=algorithm, server_lr=0.5)
 
 
 # ---- the paper's settings

@@ -11,12 +11,14 @@ direction r^t in proportion to how far it points away from it (DRAG §IV):
 every upload is first rescaled to ‖r‖:  v_m = (1 − λ_m)(‖r‖/‖g_m‖) g_m + λ_m r  (eq. 14). A positive rescaling of an
 upload then changes nothing; an exactly reversed one becomes (4c − 1) r.
 A zero g_m or r has no direction: its λ is 0 (v = g, or 0 in eq. 14 for g = 0). Logged per client: ``lambda`` (λ_m)
-and ``cosine`` (cos(g_m, r^t)). The global learning rate is fixed at 1 (none in the paper).
+and ``cosine`` (cos(g_m, r^t)). There is no global learning rate (none in the paper): a ``server_lr`` other than 1 is
+refused.
 """
 from typing import Annotated
 
 import torch
 
+from ..errors import ConfigError
 from .base import Algorithm
 
 
@@ -24,12 +26,17 @@ def _norms(x: torch.Tensor) -> torch.Tensor:
     return torch.linalg.vector_norm(x, dim=-1)
 
 
-def divergence(g: torch.Tensor, r: torch.Tensor, c: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """(λ_m, cos(g_m, r)) for the uploads g [n, d] and the reference r [d] (eq. 10); λ = 0 where a norm is 0."""
+def cosines(g: torch.Tensor, r: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(cos(g_m, r), whether it is defined) for the uploads g [n, d] and a reference r [d]; 0 where a norm is 0."""
     scale = _norms(g) * _norms(r)
     defined = scale > 0
     cos = torch.where(defined, (g @ r) / torch.where(defined, scale, torch.ones_like(scale)), torch.zeros_like(scale))
-    cos = cos.clamp(-1.0, 1.0)
+    return cos.clamp(-1.0, 1.0), defined
+
+
+def divergence(g: torch.Tensor, r: torch.Tensor, c: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """(λ_m, cos(g_m, r)) for the uploads g [n, d] and the reference r [d] (eq. 10); λ = 0 where a norm is 0."""
+    cos, defined = cosines(g, r)
     return torch.where(defined, c * (1.0 - cos), torch.zeros_like(cos)), cos
 
 
@@ -43,11 +50,17 @@ def dragged(g: torch.Tensor, r: torch.Tensor, lam: torch.Tensor, robust: bool) -
     return (1.0 - lam) * g + lam * (g_norm / safe(r_norm)) * r  # eq. 11
 
 
+def _no_server_lr(name, run) -> None:
+    if run.server_lr != 1.0:
+        raise ConfigError(f"{name} has no server learning rate (θ^{{t+1}} = θ^t + Δ^t), got server_lr={run.server_lr}")
+
+
 class Drag(Algorithm):
     name = "drag"
 
     def __init__(self, run, c: Annotated[float, "[0, 1]"] = 0.25, alpha: Annotated[float, "(0, 1]"] = 1.0):
         super().__init__(run, "uniform")  # eq. 8: (1/S) Σ v_m
+        _no_server_lr(self.name, run)
         self.c, self.alpha = c, alpha
 
     def init(self, w0, layout):
@@ -68,6 +81,7 @@ class DragRobust(Algorithm):
 
     def __init__(self, run, c: Annotated[float, "[0, 1]"] = 0.5, root_samples: Annotated[int, "[1, inf)"] = 3000):
         super().__init__(run, "uniform")
+        _no_server_lr(self.name, run)
         self.c, self.root_samples = c, root_samples
 
     def aggregate(self, w, state, ups, rnd):

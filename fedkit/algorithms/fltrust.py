@@ -10,7 +10,7 @@ from typing import Annotated
 import torch
 
 from .base import Algorithm
-from .drag import divergence
+from .drag import cosines
 
 
 class FLTrust(Algorithm):
@@ -22,8 +22,7 @@ class FLTrust(Algorithm):
 
     def aggregate(self, w, state, ups, rnd):
         g, g0 = ups["delta"], rnd.root_delta
-        _, cos = divergence(g, g0, 1.0)
-        trust = cos.clamp_min(0.0)  # ReLU-clipped cosine (a zero upload has cosine 0)
+        trust = cosines(g, g0)[0].clamp_min(0.0)  # ReLU-clipped cosine (a zero upload has cosine 0)
         norms = torch.linalg.vector_norm(g, dim=1)
         scaled = g * (torch.linalg.vector_norm(g0) / torch.where(norms > 0, norms, torch.ones_like(norms)))[:, None]
         total = trust.sum()
