@@ -99,23 +99,24 @@ def test_drag_with_c_zero_is_uniform_fedavg(engine):
                                                         **base)), rtol=1e-6)
 
 
-def np_drag(g, r, c, robust=False):
+def np_drag(g, r, c, robust=False, adaptive=True):
     cos = g @ r / (np.linalg.norm(g, axis=1) * np.linalg.norm(r))
-    lam = c * (1 - cos)[:, None]
+    lam = c * (1 - cos)[:, None] if adaptive else np.full((len(g), 1), c)
     gn, rn = np.linalg.norm(g, axis=1)[:, None], np.linalg.norm(r)
     return (1 - lam) * rn / gn * g + lam * r if robust else (1 - lam) * g + lam * gn / rn * r
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-def test_three_rounds_of_drag_with_partial_participation_match_numpy(engine):
+@pytest.mark.parametrize("adaptive", [True, False])
+def test_three_rounds_of_drag_with_partial_participation_match_numpy(engine, adaptive):
     cfg = toy_config(engine=engine, rounds=3, clients_per_round=3, algorithm="drag",
-                     algorithm_args={"c": 0.4, "alpha": 0.6})
+                     algorithm_args={"c": 0.4, "alpha": 0.6, "adaptive": adaptive})
     b, a, sampled = client_problem(cfg)
     w, r = np.array(W0), None
     for clients in sampled:
         g = np.array([local_gd(w, b[i], a[i], K, LR) - w for i in clients])
         r = g.mean(0) if r is None else r
-        delta = np_drag(g, r, 0.4).mean(0)
+        delta = np_drag(g, r, 0.4, adaptive=adaptive).mean(0)
         w, r = w + delta, 0.4 * r + 0.6 * delta
     np.testing.assert_allclose(final_weights(cfg), w, rtol=1e-5, atol=1e-6)
 

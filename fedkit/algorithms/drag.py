@@ -10,7 +10,8 @@ direction r^t in proportion to how far it points away from it (DRAG §IV):
 ``drag_robust`` (§IV-C): r^t = θ_root^{t,U} − θ^t, the server's own U SGD steps on its root data (eqs. 12–13), and
 every upload is first rescaled to ‖r‖:  v_m = (1 − λ_m)(‖r‖/‖g_m‖) g_m + λ_m r  (eq. 14). A positive rescaling of an
 upload then changes nothing; an exactly reversed one becomes (4c − 1) r.
-A zero g_m or r has no direction: its λ is 0 (v = g, or 0 in eq. 14 for g = 0). Logged per client: ``lambda`` (λ_m)
+``adaptive=False`` is an ablation, not in the paper: λ_m ≡ c for every client (the cosine ignored), which leaves
+eq. 11's norm-matched pull toward r, a server momentum when α = 1. A zero g_m or r has no direction: its λ is 0 (v = g, or 0 in eq. 14 for g = 0). Logged per client: ``lambda`` (λ_m)
 and ``cosine`` (cos(g_m, r^t)). There is no global learning rate (none in the paper): a ``server_lr`` other than 1 is
 refused.
 """
@@ -58,10 +59,11 @@ def _no_server_lr(name, run) -> None:
 class Drag(Algorithm):
     name = "drag"
 
-    def __init__(self, run, c: Annotated[float, "[0, 1]"] = 0.25, alpha: Annotated[float, "(0, 1]"] = 1.0):
+    def __init__(self, run, c: Annotated[float, "[0, 1]"] = 0.25, alpha: Annotated[float, "(0, 1]"] = 1.0,
+                 adaptive: bool = True):
         super().__init__(run, "uniform")  # eq. 8: (1/S) Σ v_m
         _no_server_lr(self.name, run)
-        self.c, self.alpha = c, alpha
+        self.c, self.alpha, self.adaptive = c, alpha, adaptive
 
     def init(self, w0, layout):
         # r for the next round (eq. 6), and whether one exists yet (round 0 takes the mean of its own uploads)
@@ -71,6 +73,8 @@ class Drag(Algorithm):
         g = ups["delta"]
         r = torch.where(state["started"] > 0, state["r"], g.mean(0))  # r^t, eq. 6
         lam, cos = divergence(g, r, self.c)
+        if not self.adaptive:  # the ablation: every client dragged by c, whatever its angle to r
+            lam = torch.full_like(lam, self.c)
         delta = dragged(g, r, lam, robust=False).mean(0)  # eq. 8
         state = {"r": (1.0 - self.alpha) * r + self.alpha * delta, "started": torch.ones_like(state["started"])}
         return w + delta, state, {"lambda": lam, "cosine": cos}
