@@ -11,7 +11,8 @@ direction r^t in proportion to how far it points away from it (DRAG §IV):
 every upload is first rescaled to ‖r‖:  v_m = (1 − λ_m)(‖r‖/‖g_m‖) g_m + λ_m r  (eq. 14). A positive rescaling of an
 upload then changes nothing; an exactly reversed one becomes (4c − 1) r.
 ``adaptive=False`` is an ablation, not in the paper: λ_m ≡ c for every client (the cosine ignored), which leaves
-eq. 11's norm-matched pull toward r, a server momentum when α = 1. A zero g_m or r has no direction: its λ is 0 (v = g, or 0 in eq. 14 for g = 0). Logged per client: ``lambda`` (λ_m)
+eq. 11's norm-matched pull toward r, a server momentum when α = 1.
+A zero g_m or r has no direction: its λ is 0 (v = g, or 0 in eq. 14 for g = 0). Logged per client: ``lambda`` (λ_m)
 and ``cosine`` (cos(g_m, r^t)). There is no global learning rate (none in the paper): a ``server_lr`` other than 1 is
 refused.
 """
