@@ -124,6 +124,16 @@ def _out_dir(text: str) -> Path:
     return Path(text)
 
 
+def _notebook_parameter(text: str) -> tuple[str, object]:
+    name, sep, value = text.partition("=")
+    if not sep or not name.isidentifier():
+        raise argparse.ArgumentTypeError(f"must be NAME=VALUE with NAME a Python identifier, got {text!r}")
+    try:
+        return name, yaml.safe_load(value)
+    except yaml.YAMLError as err:
+        raise argparse.ArgumentTypeError(f"{name}: cannot read {value!r} as a YAML value ({err})") from err
+
+
 def _positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -216,7 +226,8 @@ def cmd_list(args) -> int:
 def cmd_figures(args) -> int:
     from .figures import print_summary, run_notebooks
 
-    results = run_notebooks(args.notebooks, scale=args.scale, seed=args.seed, device=args.device, jobs=args.jobs)
+    results = run_notebooks(args.notebooks, scale=args.scale, seed=args.seed, device=args.device, jobs=args.jobs,
+                            params=dict(args.param))
     print_summary(results)
     return 1 if any(r.error for r in results) else 0
 
@@ -237,6 +248,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", default="cpu")
     p.add_argument("--jobs", type=_positive_int, default=1, help="notebooks run at once (default 1)")
+    p.add_argument("-p", "--param", type=_notebook_parameter, action="append", default=[], metavar="NAME=VALUE",
+                   help="a further notebook parameter, its value read as YAML (repeatable), "
+                        "e.g. -p stand_in=fashion_mnist")
     return top
 
 

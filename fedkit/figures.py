@@ -90,8 +90,10 @@ class NotebookResult:
 
 
 def run_notebooks(targets, scale: str = "small", seed: int = 0, device: str = "cpu",
-                  output_dir: str | Path = "runs/notebooks", jobs: int = 1) -> list[NotebookResult]:
-    """Execute notebooks with papermill at ``scale``; executed copies go to ``output_dir``.
+                  output_dir: str | Path = "runs/notebooks", jobs: int = 1,
+                  params: dict | None = None) -> list[NotebookResult]:
+    """Execute notebooks with papermill at ``scale``; executed copies go to ``output_dir``. ``params`` sets further
+    parameters of every notebook (e.g. {"stand_in": "fashion_mnist"} for DRAG's Fig. 4).
 
     Every notebook is run, whether or not others fail. ``jobs`` notebooks run at once, in separate processes
     whose kernels get cpu_count // jobs threads each (unless OMP_NUM_THREADS is set): small models use cores
@@ -106,7 +108,11 @@ def run_notebooks(targets, scale: str = "small", seed: int = 0, device: str = "c
     notebooks = find_notebooks(targets)
     if "FEDKIT_FIGURES" in os.environ:  # kernels run in the notebook's folder: pass them an absolute path
         os.environ["FEDKIT_FIGURES"] = str(Path(os.environ["FEDKIT_FIGURES"]).absolute())
-    parameters = {"scale": scale, "seed": seed, "device": device}
+    params = params or {}
+    clash = sorted(set(params) & {"scale", "seed", "device"})
+    if clash:
+        raise ConfigError(f"set {clash} with their own options, not as notebook parameters")
+    parameters = {"scale": scale, "seed": seed, "device": device, **params}
     tasks = [(notebook, Path(output_dir) / notebook.parent.name / notebook.name, parameters)
              for notebook in notebooks]
     if jobs == 1:

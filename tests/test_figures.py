@@ -88,3 +88,26 @@ def test_figures_command_runs_every_notebook_and_names_the_failing_cell(tmp_path
 def test_jobs_must_be_a_positive_integer():
     with pytest.raises(FedkitError, match="jobs must be an integer ≥ 1, got 0"):
         run_notebooks([TEACHING], scale="ci", jobs=0)
+
+
+def test_figures_command_passes_further_notebook_parameters(tmp_path, monkeypatch, capsys):
+    import nbformat
+
+    monkeypatch.setenv("FEDKIT_FIGURES", str(tmp_path / "figures"))
+    monkeypatch.chdir(tmp_path)
+    cells = [nbformat.v4.new_code_cell('scale = "small"\nseed = 0\ndevice = "cpu"\nstand_in = None\nrounds = 1',
+                                       metadata={"tags": ["parameters"]}),
+             nbformat.v4.new_code_cell("import pandas as pd, matplotlib.pyplot as plt\n"
+                                       "from fedkit.figures import save_figure\n"
+                                       "save_figure(plt.figure(), pd.DataFrame({'stand_in': [stand_in], "
+                                       "'rounds': [rounds]}), 'params', 'p')")]
+    kernel = {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}
+    nbformat.write(nbformat.v4.new_notebook(cells=cells, metadata=kernel), tmp_path / "p.ipynb")
+    assert main(["figures", str(tmp_path / "p.ipynb"), "--scale", "ci", "-p", "stand_in=fashion_mnist",
+                 "-p", "rounds=7"]) == 0
+    assert (tmp_path / "figures" / "params" / "p.csv").read_text().splitlines()[1] == "fashion_mnist,7"
+    with pytest.raises(SystemExit):
+        main(["figures", str(tmp_path / "p.ipynb"), "-p", "stand_in"])
+    assert "must be NAME=VALUE with NAME a Python identifier, got 'stand_in'" in capsys.readouterr().err
+    with pytest.raises(FedkitError, match=r"set \['scale'\] with their own options"):
+        run_notebooks([tmp_path / "p.ipynb"], params={"scale": "ci"})
