@@ -11,12 +11,23 @@ from __future__ import annotations
 import difflib
 import inspect
 import math
+import numbers
 import types
 import typing
 from collections.abc import Callable
 from typing import Annotated, Literal
 
 from .errors import ConfigError
+
+
+def is_real(x) -> bool:
+    """A finite real number (numpy scalars included), not a bool."""
+    return isinstance(x, numbers.Real) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def is_int(x) -> bool:
+    """An integer (numpy integers included), not a bool."""
+    return isinstance(x, numbers.Integral) and not isinstance(x, bool)
 
 
 def build(kind: str, registry: dict[str, Callable], name: str, fixed: dict | None = None, **options):

@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from .errors import ConfigError
-from .registry import build
+from .registry import build, is_int, is_real
 
 
 class Threat:
@@ -44,9 +44,9 @@ class ChosenClients(Threat):
         if (fraction is None) == (count is None):
             raise ConfigError(f"{self.name}: give exactly one of fraction and count, got fraction={fraction!r}, "
                               f"count={count!r}")
-        if fraction is not None and (not _is_real(fraction) or not 0 < fraction < 1):
+        if fraction is not None and (not is_real(fraction) or not 0 < fraction < 1):
             raise ConfigError(f"{self.name}: fraction must lie in (0, 1), got {fraction!r}")
-        if count is not None and (not isinstance(count, int) or isinstance(count, bool) or count < 1):
+        if count is not None and (not is_int(count) or count < 1):
             raise ConfigError(f"{self.name}: count must be an integer ≥ 1, got {count!r}")
         self.fraction, self.count = fraction, count
 
@@ -110,10 +110,6 @@ class RandomScaling(ChosenClients):
 
     def metrics(self, clients, t):
         return {"attack_scale": torch.as_tensor(self.scales(clients, t))}
-
-
-def _is_real(x) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
 THREATS = {cls.name: cls for cls in (Threat, Freeloaders, RandomScaling)}

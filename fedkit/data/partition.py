@@ -15,25 +15,17 @@ from __future__ import annotations
 
 import inspect
 import math
-import numbers
 
 import numpy as np
 import pandas as pd
 
 from ..errors import ConfigError
+from ..registry import is_int, is_real
 
 _MAX_REDRAWS = 1000  # bound on the label-set redraws of labels_per_client and label_groups
 
 
 # ---------------------------------------------------------------------------------------------- validation
-
-
-def _is_int(x) -> bool:
-    return isinstance(x, numbers.Integral) and not isinstance(x, bool)
-
-
-def _is_real(x) -> bool:
-    return isinstance(x, numbers.Real) and not isinstance(x, bool) and math.isfinite(x)
 
 
 def _show(value) -> str:
@@ -46,11 +38,11 @@ def _need(ok: bool, name: str, rule: str, value) -> None:
 
 
 def _positive(name: str, x) -> None:
-    _need(_is_real(x) and x > 0, name, "> 0", x)
+    _need(is_real(x) and x > 0, name, "> 0", x)
 
 
 def _int_at_least(name: str, x, lo: int) -> None:
-    _need(_is_int(x) and x >= lo, name, f"an integer >= {lo}", x)
+    _need(is_int(x) and x >= lo, name, f"an integer >= {lo}", x)
 
 
 def _check_fractions(fractions) -> tuple[float, ...]:
@@ -60,7 +52,7 @@ def _check_fractions(fractions) -> tuple[float, ...]:
         values = ()
     _need(len(values) > 0, "fractions", "a non-empty sequence of numbers in (0, 1]", fractions)
     for f in values:
-        if not (_is_real(f) and 0 < f <= 1):
+        if not (is_real(f) and 0 < f <= 1):
             raise ConfigError(f"fractions must all lie in (0, 1], got {_show(f)} in {_show(fractions)}")
     return values
 
@@ -198,7 +190,7 @@ def labels_per_client(labels, num_clients: int, seed: int, k: int = 2) -> list[n
     by_class = _class_indices(labels)
     num_classes = len(by_class)
     rule = f"an integer in [1, {num_classes}] (the number of classes)"
-    _need(_is_int(k) and 1 <= k <= num_classes, "k", rule, k)
+    _need(is_int(k) and 1 <= k <= num_classes, "k", rule, k)
     if num_clients * k < num_classes:
         raise ConfigError(f"labels_per_client: num_clients={num_clients} x k={k} < {num_classes} classes, so "
                           "some class would be held by nobody; raise k or num_clients")
@@ -274,7 +266,7 @@ def qskew(labels, num_clients: int, seed: int, q: float) -> list[np.ndarray]:
     home classes; q = 1/M (client rule) or 1/C (group rule) is IID.
     """
     labels = _prepare(labels, num_clients, seed)
-    _need(_is_real(q) and 0 <= q <= 1, "q", "in [0, 1]", q)
+    _need(is_real(q) and 0 <= q <= 1, "q", "in [0, 1]", q)
     classes, cls = np.unique(labels, return_inverse=True)
     num_classes = len(classes)
     rng = np.random.default_rng(seed)

@@ -17,6 +17,7 @@ import numpy as np
 import torch
 
 from ..errors import ConfigError
+from ..registry import is_int
 from .base import FedData
 
 TRAIN_FRACTION = 0.8
@@ -25,10 +26,6 @@ TRAIN_FRACTION = 0.8
 def _check(ok: bool, option: str, rule: str, value) -> None:
     if not ok:
         raise ConfigError(f"synthetic: {option} {rule}, got {value!r}")
-
-
-def _is_int(v) -> bool:
-    return isinstance(v, numbers.Integral) and not isinstance(v, bool)
 
 
 def synthetic(alpha: float = 1.0, beta: float = 1.0, num_users: int = 30, dim: int = 60,
@@ -40,9 +37,9 @@ def synthetic(alpha: float = 1.0, beta: float = 1.0, num_users: int = 30, dim: i
                "must be a number ≥ 0", value)
     for name, value, low in (("num_users", num_users, 1), ("dim", dim, 1), ("num_classes", num_classes, 2),
                              ("seed", seed, 0)):
-        _check(_is_int(value) and value >= low, name, f"must be an integer ≥ {low}", value)
+        _check(is_int(value) and value >= low, name, f"must be an integer ≥ {low}", value)
     if samples_per_user is not None:
-        _check(_is_int(samples_per_user) and samples_per_user >= 2, "samples_per_user",
+        _check(is_int(samples_per_user) and samples_per_user >= 2, "samples_per_user",
                "must be None or an integer ≥ 2", samples_per_user)
 
     rng = np.random.default_rng(seed)
