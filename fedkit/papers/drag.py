@@ -21,12 +21,14 @@ from __future__ import annotations
 from ..config import Config
 
 COMMON = dict(local_steps=5, lr=0.1, batch_size=64, partition="qskew", engine="auto")
-DATA = {  # data set, model and the attack count of each paper data set, per scale
+DATA = {  # data set and model standing in for each paper data set, per scale
     "paper": {"emnist": dict(dataset="emnist", model="fc500"), "cifar10": dict(dataset="cifar10", model="tf_cnn")},
     "small": {"emnist": dict(dataset="mnist", model="fc500"), "cifar10": dict(dataset="cifar10_subset", model="cnn")},
     "ci": {"emnist": dict(dataset="mnist_5k", model="fc500"), "cifar10": dict(dataset="mnist_5k", model="cnn")},
 }
-ROOT = {"paper": {"emnist": 3000, "cifar10": 3000}, "small": {"emnist": 3000, "cifar10": 240},
+PAPER_ROOT = 3000  # N_root of §V, drawn from CIFAR-10's 50,000 training images
+ROOT = {"paper": {"emnist": PAPER_ROOT, "cifar10": PAPER_ROOT},
+        "small": {"emnist": PAPER_ROOT, "cifar10": round(PAPER_ROOT / 50_000 * 4_000)},  # the subset: the same 6 %
         "ci": {"emnist": 200, "cifar10": 200}}
 # Client drift (Figs. 3–4): clients, clients per round (full / partial), target, round cap
 DRIFT = {
@@ -43,7 +45,8 @@ STAND_INS = {"fashion_mnist": dict(dataset="fashion_mnist", dataset_args={"train
                                                                           "test_samples": 2_000}, model="cnn")}
 STAND_IN_TARGETS = {"fashion_mnist": 0.70}
 BYZANTINE_ROUNDS = {"paper": 300, "small": 150, "ci": 3}
-ATTACKERS = {"emnist": 4, "cifar10": 1}  # A of M = S = 10
+BYZANTINE_CLIENTS = 10  # M = S
+ATTACKERS = {"emnist": 4, "cifar10": 1}  # A of them
 CLASSES = {"emnist": {"paper": 47, "small": 10, "ci": 10}, "cifar10": {"paper": 10, "small": 10, "ci": 10}}
 VARIANCE = 3.0  # σ² of p
 
@@ -105,8 +108,9 @@ def config(figure: str, scale: str, method: str = "DRAG", seed: int = 0, device:
                       stop_accuracy=drift["target"],
                       clients_per_round=drift["num_clients"] if setting == "full" else drift["partial"])
     else:
-        values.update(num_clients=10, clients_per_round=10, rounds=BYZANTINE_ROUNDS[scale],
-                      partition_args={"q": 1.0 if setting == "high" else 0.1}, threat="random_scaling",
+        values.update(num_clients=BYZANTINE_CLIENTS, clients_per_round=BYZANTINE_CLIENTS,
+                      rounds=BYZANTINE_ROUNDS[scale], threat="random_scaling",
+                      partition_args={"q": 1.0 if setting == "high" else 1 / BYZANTINE_CLIENTS},  # low: q = 1/M, IID
                       threat_args={"count": ATTACKERS[data], "variance": VARIANCE})
     args = {**args, **changes.pop("algorithm_args", {})}
     values.update(changes)
