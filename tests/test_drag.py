@@ -249,11 +249,11 @@ def test_history_marks_attackers_and_logs_their_scale():
 @pytest.mark.parametrize("algorithm,args,match", [
     ("drag", {"c": 1.5}, "c must lie in \\[0, 1\\], got 1.5"),
     ("drag", {"alpha": 0}, "alpha must lie in \\(0, 1\\], got 0"),
-    ("drag", {"c": "0.25x"}, "c"),
+    ("drag", {"c": "0.25x"}, "algorithm 'drag': c must be a number, got '0.25x'"),
     ("drag_robust", {"root_samples": 0}, "root_samples must lie in \\[1, inf\\), got 0"),
-    ("fltrust", {"root_samples": 2.5}, "root_samples"),
+    ("fltrust", {"root_samples": 2.5}, "root_samples must be an integer, got 2.5"),
     ("adabest", {"beta": 2.0}, "beta must lie in \\[0, 1\\], got 2.0"),
-    ("adabest", {"mu": -1.0}, "mu must lie"),
+    ("adabest", {"mu": -1.0}, "mu must lie in \\[0, inf\\), got -1.0"),
 ])
 def test_bad_hyper_parameters_name_the_value(algorithm, args, match):
     with pytest.raises(ConfigError, match=match):
