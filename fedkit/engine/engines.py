@@ -14,7 +14,7 @@ from torch.func import vmap
 from torch.utils._pytree import tree_map
 
 from ..errors import ConfigError
-from .functional import ClientData, FlatModel, make_client_step
+from .functional import ClientData, FlatModel, StackedGradient, make_client_step
 from .plan import ClientPlan
 from .program import ClientInput, ClientProgram
 
@@ -129,6 +129,9 @@ class VectorizedEngine(Engine):
         self.data = ClientData(self.fm, self.task, self.x, self.y)
         dims = ClientInput(0, 0, 0, 0, None, None, 0)
         self.vstep = vmap(self.step, in_dims=(0, 0, dims, 0, 0, 0, None))
+        self.gradient = StackedGradient(self.fm, self.program, self.task)
+        self.vstep_at = vmap(self._step_at, in_dims=(0, 0, dims, 0, 0, 0, 0))
+        self.at_w: bool | None = None  # whether local_step asks for the gradient at w itself (known after a step)
         self.vinit = vmap(self.program.local_init, in_dims=(dims,))
         self.vfinal = vmap(self.program.local_final, in_dims=(0, 0, dims, None))
         if self.program.epoch_start is not None:
@@ -148,6 +151,8 @@ class VectorizedEngine(Engine):
         mask = torch.zeros(n, k_max, batch)
         for j, p in enumerate(plans):
             indices[j, :p.steps], mask[j, :p.steps] = p.indices, p.mask
+        widths = mask.sum(2).amax(0).long().tolist()  # per step, the most real rows of any client: no column
+        # of pure padding is computed (equal clients reach their short last batch together)
         indices, mask = indices.to(device), mask.to(device)
         samples = torch.full((n, max(len(p.samples) for p in plans)), -1, dtype=torch.int64)
         for j, p in enumerate(plans):
@@ -159,8 +164,9 @@ class VectorizedEngine(Engine):
         for k in range(k_max):
             if self.program.epoch_start is not None:
                 local = self._epoch_start(k, plans, w, local, clients)
-            rows = indices[:, k]
-            w_new, local_new, loss = self.vstep(w, local, clients, self.x[rows], self.y[rows], mask[:, k], {})
+            rows = indices[:, k, :widths[k]]
+            w_new, local_new, loss = self._step(w, local, clients, _gather(self.x, rows), _gather(self.y, rows),
+                                                mask[:, k, :widths[k]])
             if k < k_min:
                 w, local = w_new, local_new
                 losses.append(loss)
@@ -175,6 +181,25 @@ class VectorizedEngine(Engine):
         share = (time.perf_counter() - start) / n
         return RoundResult(uploads, kept, (loss_sum / clients.steps).detach(), [share] * n)
 
+    def _step(self, w, local, clients, x, y, mask):
+        """One local step of the stack. A program that takes the gradient at w itself (most do) gets it computed
+        outside vmap beforehand: the same numbers, without a custom autograd.Function under vmap per step."""
+        if self.at_w is False:
+            return self.vstep(w, local, clients, x, y, mask, {})
+        self.hit = False
+        out = self.vstep_at(w, local, clients, x, y, mask, self.gradient.outside(w, clients, x, y, mask))
+        if self.at_w is None:
+            self.at_w = self.hit
+        return out
+
+    def _step_at(self, w, local, c, x, y, mask, at_w):
+        def grad_at(v):
+            if v is w:
+                self.hit = True
+                return at_w
+            return self.gradient(v, c, x, y, mask)
+        return self.program.local_step(w, local, c, grad_at)
+
     def _epoch_start(self, k, plans, w, local, clients):
         """``epoch_start`` for the clients whose epoch begins at step k (epoch lengths differ between clients)."""
         starting = [j for j, p in enumerate(plans) if k < p.steps and k % p.per_epoch == 0]
@@ -185,6 +210,11 @@ class VectorizedEngine(Engine):
         ids = torch.tensor(starting, device=w.device)
         new = self.vepoch(w[ids], tree_map(lambda v: v[ids], local), _pick(clients, ids), self.data)
         return tree_map(lambda old, part: old.index_copy(0, ids, part), local, new)
+
+
+def _gather(data: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+    """data[rows] for an index matrix rows [n, B] (index_select: a third of advanced indexing's time on a CPU)."""
+    return data.index_select(0, rows.reshape(-1)).view(*rows.shape, *data.shape[1:])
 
 
 def _where_active(active: torch.Tensor, new: torch.Tensor, old: torch.Tensor) -> torch.Tensor:

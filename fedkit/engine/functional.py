@@ -56,19 +56,19 @@ class FlatModel:
             handle.remove()
         return out, seen[-1]
 
-    def stacked(self, w: torch.Tensor, x: torch.Tensor, features: bool = False):
-        """(outputs [n, B, ...], output-layer inputs or None) of n models (rows of w [n, d]) on their batches x
-        [n, B, ...]; differentiable with plain autograd. A dense chain runs as batched matrix products, any other
-        model under vmap."""
+    def stacked(self, w, x: torch.Tensor, features: bool = False):
+        """(outputs [n, B, ...], output-layer inputs or None) of n models on their batches x [n, B, ...];
+        differentiable with plain autograd. ``w``: the parameters, rows [n, d], or for a dense chain (run as
+        batched matrix products) also the list of per-tensor blocks [n, numel] (whose gradients need no
+        scatter into a full-width zero vector); any other model runs under vmap."""
         if self.chain is not None:
-            return self._chain(w, x)
+            return self._chain(w.split(self.numels, dim=1) if isinstance(w, torch.Tensor) else w, x)
         if features:
             return vmap(lambda v, u: self.features(v, u, {}))(w, x)
         return vmap(lambda v, u: self(v, u, {}))(w, x), None
 
-    def _chain(self, w, x):
-        params = w.split(self.numels, dim=1)
-        h, features, n = x, None, len(w)
+    def _chain(self, params, x):
+        h, features, n = x, None, len(x)
         for op, arg in self.chain:
             if op == "linear":
                 weight, bias, is_output = arg
@@ -213,6 +213,12 @@ class StackedGradient:
         leaves, spec = tree_flatten(c)
         return _VmapGradient.apply(self.stack, spec, v, x, y, mask, *leaves)
 
+    def outside(self, v, c, x, y, mask):
+        """The same for a stack outside vmap: v [n, d], c stacked, x [n, B, ...]."""
+        leaves, spec = tree_flatten(c)
+        dims = [0 if isinstance(t, torch.Tensor) else None for t in leaves]
+        return self.stack(v, spec, leaves, dims, x, y, mask)
+
     def objective(self, data, w, c, x, y, mask, out, features):
         batch = Batch(x, y, mask, out, features, lambda u: self.fm.features(u, x, {}))
         return self.program.objective(data, w, c, batch)
@@ -223,8 +229,10 @@ class StackedGradient:
         n, b = mask.shape
         c, c_dims = tree_unflatten(leaves, spec), tree_unflatten(dims, spec)
         with torch.enable_grad():
-            v = v.detach().requires_grad_(True)
-            out, features = self.fm.stacked(v, x, self.program.needs_features)
+            v = v.detach().requires_grad_(True)  # the objective's own dependence on w (FedProx's term, ...)
+            blocks = ([t.detach().requires_grad_(True) for t in v.split(self.fm.numels, dim=1)]
+                      if self.fm.chain is not None else None)
+            out, features = self.fm.stacked(v if blocks is None else blocks, x, self.program.needs_features)
             per_sample = self.per_sample(out.flatten(0, 1), y.flatten(0, 1)).view(n, b)
             data = (per_sample * mask).sum(1) / mask.sum(1).clamp_min(1)
             if self.plain is None:  # probe client 0: an objective that hands back the data loss needs no vmap
@@ -237,7 +245,12 @@ class StackedGradient:
             else:
                 in_dims = (0, 0, c_dims, 0, 0, 0, 0, None if features is None else 0)
                 total = vmap(self.objective, in_dims=in_dims)(data, v, c, x, y, mask, out, features)
-            (g,) = torch.autograd.grad(total.sum(), v)
+            if blocks is None:
+                (g,) = torch.autograd.grad(total.sum(), v)
+            else:
+                direct, *grads = torch.autograd.grad(total.sum(), [v, *blocks], allow_unused=True)
+                g = torch.cat(grads, dim=1)
+                g = g if direct is None else g + direct
         return g, data.detach()
 
 
