@@ -140,3 +140,65 @@ def test_stacked_forward_of_a_dense_chain_equals_each_model_alone():
         alone, alone_features = fm.features(w[i], x[i])
         torch.testing.assert_close(out[i], alone)
         torch.testing.assert_close(features[i], alone_features)
+
+
+@pytest.mark.parametrize("activation", [nn.ReLU(), nn.Tanh(), nn.Sigmoid(), nn.LeakyReLU(0.2), nn.Identity()],
+                         ids=["relu", "tanh", "sigmoid", "leaky_relu", "identity"])
+def test_hand_written_chain_gradient_equals_autograd(activation):
+    """chain_gradient (the vectorized engine's backward for dense chains) against autograd, client by client:
+    a Flatten first, two activations, ragged masks (a client with one real row, one with all)."""
+    from fedkit.engine.functional import chain_gradient
+
+    torch.manual_seed(0)
+    module = nn.Sequential(nn.Flatten(), nn.Linear(12, 7), activation, nn.Linear(7, 5), activation,
+                           nn.Linear(5, 3, bias=False))
+    fm = FlatModel(module)
+    assert fm.hand_differentiable
+    n, b = 3, 6
+    g = torch.Generator().manual_seed(3)
+    w = fm.flat() + 0.3 * torch.randn(n, fm.dim, generator=g)
+    x, y = torch.randn(n, b, 3, 4, generator=g), torch.randint(0, 3, (n, b), generator=g)
+    mask = torch.ones(n, b)
+    mask[0, 1:], mask[1, 4:] = 0, 0
+    grads, losses = chain_gradient(fm, w, x, y, mask)
+    for i in range(n):
+        v = w[i].clone().requires_grad_(True)
+        real = mask[i] > 0
+        loss = nn.functional.cross_entropy(fm(v, x[i][real]), y[i][real])
+        (expected,) = torch.autograd.grad(loss, v)
+        torch.testing.assert_close(grads[i], expected, rtol=1e-5, atol=1e-6)
+        torch.testing.assert_close(losses[i], loss.detach())
+
+
+def test_activations_without_an_output_derivative_keep_autograd():
+    assert not FlatModel(nn.Sequential(nn.Linear(4, 3), nn.GELU(), nn.Linear(3, 2))).hand_differentiable
+    assert not FlatModel(nn.Sequential(nn.Linear(4, 3), nn.LeakyReLU(-0.5), nn.Linear(3, 2))).hand_differentiable
+    assert FlatModel(nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2))).hand_differentiable
+
+
+class GradientElsewhere(FedAvg):
+    """Asks for the gradient at a copy of w, never at w itself: the vectorized engine cannot hand it a gradient
+    computed beforehand and must take it under vmap."""
+
+    def local_step(self, w, local, c, grad_at):
+        g, loss = grad_at(w * 1.0)
+        return w - c.lr * g, local, loss
+
+
+@pytest.mark.parametrize("make", [lambda: make_algorithm("fedavg", Settings(optimizer=SGD(lr=0.1))),
+                                  lambda: GradientElsewhere(Settings(optimizer=SGD(lr=0.1)))],
+                         ids=["gradient at w", "gradient elsewhere"])
+def test_vectorized_engine_takes_the_gradient_at_w_beforehand_only_when_asked_for_it(make):
+    x, y = toy_data()
+    module = nn.Sequential(nn.Linear(12, 8), nn.ReLU(), nn.Linear(8, 3))
+    fm = FlatModel(module)
+    parts = [np.arange(0, 26), np.arange(26, 60)]
+    plans = [make_plan(i, parts[i], 8, 4, np.random.default_rng(i)) for i in range(2)]
+    clients = ClientInput(fm.flat().expand(2, -1), {}, {}, torch.tensor([4.0, 4.0]), 0.1, 1)
+    alone = SequentialEngine(fm, make(), "classification", x, y).train(clients, plans, {})
+    engine = VectorizedEngine(fm, make(), "classification", x, y)
+    together = engine.train(clients, plans, {})
+    assert engine.at_w is (not isinstance(engine.program, GradientElsewhere))
+    assert engine.gradient.plain and engine.gradient.by_hand  # FedAvg's objective: chain_gradient computed it
+    torch.testing.assert_close(together.uploads["delta"], alone.uploads["delta"], rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(together.train_loss, alone.train_loss)

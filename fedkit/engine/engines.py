@@ -11,7 +11,7 @@ from functools import partial
 
 import torch
 from torch.func import vmap
-from torch.utils._pytree import tree_map
+from torch.utils._pytree import tree_flatten, tree_map, tree_unflatten
 
 from ..errors import ConfigError
 from .functional import ClientData, FlatModel, StackedGradient, make_client_step
@@ -187,7 +187,16 @@ class VectorizedEngine(Engine):
         if self.at_w is False:
             return self.vstep(w, local, clients, x, y, mask, {})
         self.hit = False
-        out = self.vstep_at(w, local, clients, x, y, mask, self.gradient.outside(w, clients, x, y, mask))
+        g, loss = self.gradient.outside(w, clients, x, y, mask)
+        c_leaves, c_spec = tree_flatten(clients)
+        l_leaves, l_spec = tree_flatten(local)
+        split = len(l_leaves)
+
+        def flat(w, x, y, mask, g, loss, *rest):
+            return self._step_at(w, tree_unflatten(rest[:split], l_spec), tree_unflatten(rest[split:], c_spec),
+                                 x, y, mask, (g, loss))
+        dims = (0,) * (6 + split) + tuple(0 if isinstance(t, torch.Tensor) else None for t in c_leaves)
+        out = vmap(flat, in_dims=dims)(w, x, y, mask, g, loss, *l_leaves, *c_leaves)
         if self.at_w is None:
             self.at_w = self.hit
         return out
