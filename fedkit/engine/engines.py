@@ -85,7 +85,8 @@ class SequentialEngine(Engine):
                 if self.program.epoch_start is not None and k % plan.per_epoch == 0:
                     local = self.program.epoch_start(w, local, c, data)
                 rows = indices[k, :real[k]]
-                w, local, loss = self.step(w, local, c, self.x[rows], self.y[rows], mask[k, :real[k]], mine_buffers)
+                w, local, loss = self.step(w, local, c, self.x.index_select(0, rows), self.y.index_select(0, rows),
+                                           mask[k, :real[k]], mine_buffers)
                 step_losses.append(loss)
                 if trace:
                     path.append(w)
