@@ -120,26 +120,43 @@ def test_auto_engine_rule():
 
     cpu, gpu = torch.device("cpu"), torch.device("cuda")
     mlp, cnn = FlatModel(build_model("mlp", (123,), 2)), FlatModel(build_model("cnn", (1, 28, 28), 10))
-    assert mlp.chain is not None and cnn.chain is None  # the MLP is a dense chain, the CNN is not
+    assert mlp.dense and not cnn.dense  # the MLP is a dense chain, the CNN has convolutions
     assert choose_engine("auto", mlp, cpu) == "vectorized" and choose_engine("auto", cnn, cpu) == "sequential"
     assert choose_engine("auto", cnn, gpu) == "vectorized"
     assert choose_engine("auto", FlatModel(bn_module()), gpu) == "sequential"  # BatchNorm statistics
     assert choose_engine("sequential", mlp, cpu) == "sequential"  # a named engine is kept
     fc500 = FlatModel(build_model("fc500", (1, 28, 28), 10))  # a dense chain too big to win on a CPU
-    assert fc500.chain is not None and choose_engine("auto", fc500, cpu) == "sequential"
+    assert fc500.dense and choose_engine("auto", fc500, cpu) == "sequential"
     assert choose_engine("auto", fc500, gpu) == "vectorized"
 
 
-def test_stacked_forward_of_a_dense_chain_equals_each_model_alone():
-    fm = FlatModel(nn.Sequential(nn.Flatten(), nn.Linear(12, 6), nn.Tanh(), nn.Linear(6, 3, bias=False)))
-    assert [op for op, _ in fm.chain] == ["flatten", "linear", "apply", "linear"]
-    w = fm.flat() + 0.1 * torch.randn(4, fm.dim)
-    x = torch.randn(4, 5, 3, 4)
+CHAINS = {
+    "dense": (lambda: nn.Sequential(nn.Flatten(), nn.Linear(12, 6), nn.Tanh(), nn.Linear(6, 3, bias=False)),
+              (3, 4), ["flatten", "linear", "apply", "linear"]),
+    "conv": (lambda: nn.Sequential(nn.AvgPool2d(1), nn.Conv2d(2, 3, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                                   nn.Conv2d(3, 4, 2, stride=2, bias=False), nn.AdaptiveAvgPool2d(2), nn.Flatten(),
+                                   nn.Linear(16, 5), nn.ReLU(), nn.Linear(5, 3)),
+             (2, 8, 8), ["pool", "conv", "apply", "pool", "conv", "pool", "flatten", "linear", "apply", "linear"]),
+}
+
+
+@pytest.mark.parametrize("kind", CHAINS)
+def test_stacked_forward_and_gradient_of_a_chain_equal_each_model_alone(kind):
+    """Dense layers as batched matrix products, convolutions as one grouped convolution over the stack."""
+    make, shape, ops = CHAINS[kind]
+    torch.manual_seed(0)
+    fm = FlatModel(make())
+    assert [op for op, _ in fm.chain] == ops and fm.dense is (kind == "dense")
+    w = (fm.flat() + 0.1 * torch.randn(4, fm.dim)).requires_grad_(True)
+    x = torch.randn(4, 5, *shape)
     out, features = fm.stacked(w, x, features=True)
+    (grad,) = torch.autograd.grad(out.pow(2).sum(), w)
     for i in range(4):
-        alone, alone_features = fm.features(w[i], x[i])
+        v = w[i].detach().requires_grad_(True)
+        alone, alone_features = fm.features(v, x[i])
         torch.testing.assert_close(out[i], alone)
         torch.testing.assert_close(features[i], alone_features)
+        torch.testing.assert_close(grad[i], torch.autograd.grad(alone.pow(2).sum(), v)[0])
 
 
 @pytest.mark.parametrize("activation", [nn.ReLU(), nn.Tanh(), nn.Sigmoid(), nn.LeakyReLU(0.2), nn.Identity()],

@@ -259,4 +259,4 @@ def choose_engine(name: str, fm: FlatModel, device: torch.device) -> str:
         return "sequential"
     if device.type != "cpu":
         return "vectorized"
-    return "vectorized" if fm.chain is not None and fm.dim <= CPU_VECTORIZED_MAX_PARAMETERS else "sequential"
+    return "vectorized" if fm.dense and fm.dim <= CPU_VECTORIZED_MAX_PARAMETERS else "sequential"

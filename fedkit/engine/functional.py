@@ -28,8 +28,9 @@ class FlatModel:
         self.frozen = {n: p.detach() for n, p in module.named_parameters() if not p.requires_grad}
         self.buffers = dict(module.named_buffers())
         self.output_layer = module.get_submodule(self.layout.layers[-1])
-        self.chain = dense_chain(module, self.layout)
-        self.hand_differentiable = self.chain is not None and all(  # see chain_gradient
+        self.chain = layer_chain(module, self.layout)
+        self.dense = self.chain is not None and all(op not in ("conv", "pool") for op, _ in self.chain)
+        self.hand_differentiable = self.dense and all(  # see chain_gradient
             op != "apply" or isinstance(arg, HAND_DIFFERENTIABLE)
             or (isinstance(arg, torch.nn.LeakyReLU) and arg.negative_slope > 0) for op, arg in self.chain)
 
@@ -71,10 +72,28 @@ class FlatModel:
         return vmap(lambda v, u: self(v, u, {}))(w, x), None
 
     def _chain(self, params, x):
+        """The chain's forward for n models. Convolutions run as one convolution of n groups over the clients'
+        channels side by side, [B, n·C, H, W] in channels-last memory (the fastest layout on a CPU, measured)."""
         h, features, n = x, None, len(x)
+        grouped = False  # whether h is [B, n·C, H, W] rather than [n, B, ...]
         for op, arg in self.chain:
+            if op == "conv":
+                weight, bias, _, layer = arg
+                if not grouped:
+                    h = h.transpose(0, 1).flatten(1, 2).contiguous(memory_format=torch.channels_last)
+                    grouped = True
+                h = F.conv2d(h, params[weight].reshape(n * layer.out_channels, *self.shapes[weight][1:]),
+                             None if bias is None else params[bias].reshape(-1), layer.stride, layer.padding,
+                             layer.dilation, groups=n)
+                continue
+            if op == "pool" or (op == "apply" and grouped):
+                h = arg(h) if grouped else arg(h.flatten(0, 1)).unflatten(0, (n, -1))
+                continue
+            if grouped:  # back to [n, B, C, H, W]
+                h = h.unflatten(1, (n, -1)).transpose(0, 1)
+                grouped = False
             if op == "linear":
-                weight, bias, is_output = arg
+                weight, bias, is_output, _ = arg
                 if is_output:
                     features = h
                 lead = h.shape[1:-1]
@@ -87,6 +106,8 @@ class FlatModel:
                 h = h.flatten(arg.start_dim + 1, arg.end_dim if arg.end_dim < 0 else arg.end_dim + 1)
             else:
                 h = arg(h)
+        if grouped:
+            h = h.unflatten(1, (n, -1)).transpose(0, 1)
         return h, features
 
 
@@ -100,7 +121,7 @@ def chain_gradient(fm: FlatModel, w: torch.Tensor, x: torch.Tensor, y: torch.Ten
     h, tape = x, []
     for op, arg in fm.chain:  # the forward, keeping what the backward needs
         if op == "linear":
-            weight, bias, _ = arg
+            weight, bias, _, _ = arg
             h3 = h.reshape(n, -1, h.shape[-1])
             weight_m = params[weight].view(n, *fm.shapes[weight])
             tape.append((op, arg, h3, weight_m))
@@ -123,7 +144,7 @@ def chain_gradient(fm: FlatModel, w: torch.Tensor, x: torch.Tensor, y: torch.Ten
     for i in range(len(tape) - 1, first - 1, -1):
         op, arg, saved, weight_m = tape[i]
         if op == "linear":
-            weight, bias, _ = arg
+            weight, bias, _, _ = arg
             delta3 = delta.reshape(n, -1, delta.shape[-1])
             grads[weight] = torch.bmm(delta3.transpose(1, 2), saved).view(n, -1)
             if bias is not None:
@@ -156,14 +177,16 @@ HAND_DIFFERENTIABLE = (torch.nn.ReLU, torch.nn.Tanh, torch.nn.Sigmoid, torch.nn.
 
 ELEMENTWISE = (torch.nn.ReLU, torch.nn.LeakyReLU, torch.nn.Tanh, torch.nn.Sigmoid, torch.nn.GELU, torch.nn.ELU,
                torch.nn.SiLU, torch.nn.Identity)
+POOLING = (torch.nn.MaxPool2d, torch.nn.AvgPool2d, torch.nn.AdaptiveAvgPool2d, torch.nn.AdaptiveMaxPool2d)
 
 
-def dense_chain(module: torch.nn.Module, layout: Layout) -> list | None:
-    """The model as a chain of Linear layers, Flatten and elementwise activations (read from its torch.fx graph),
-    which ``FlatModel.stacked`` runs as batched matrix products; None for any other model."""
+def layer_chain(module: torch.nn.Module, layout: Layout) -> list | None:
+    """The model as a chain of Linear and Conv2d layers, 2-d pooling, Flatten and elementwise activations (read
+    from its torch.fx graph), which ``FlatModel.stacked`` runs for a stack of models as batched matrix products
+    and grouped convolutions; None for any other model."""
     try:
         graph = torch.fx.symbolic_trace(module).graph
-    except Exception:  # not traceable (data-dependent control flow, ...): not a dense chain
+    except Exception:  # not traceable (data-dependent control flow, ...): not a chain
         return None
     index = {name: i for i, name in enumerate(n for n, p in module.named_parameters() if p.requires_grad)}
     chain, previous = [], None
@@ -176,15 +199,20 @@ def dense_chain(module: torch.nn.Module, layout: Layout) -> list | None:
         if node.op != "call_module" or node.args != (previous,) or node.kwargs:
             return None
         layer = module.get_submodule(node.target)
-        if isinstance(layer, torch.nn.Linear):
+        if isinstance(layer, (torch.nn.Linear, torch.nn.Conv2d)):
             if f"{node.target}.weight" not in index or (layer.bias is not None and f"{node.target}.bias" not in index):
                 return None  # a frozen layer
-            chain.append(("linear", (index[f"{node.target}.weight"], index.get(f"{node.target}.bias"),
-                                     node.target == layout.layers[-1])))
+            if isinstance(layer, torch.nn.Conv2d) and (layer.groups != 1 or layer.padding_mode != "zeros"):
+                return None
+            op = "linear" if isinstance(layer, torch.nn.Linear) else "conv"
+            chain.append((op, (index[f"{node.target}.weight"], index.get(f"{node.target}.bias"),
+                               node.target == layout.layers[-1], layer)))
         elif isinstance(layer, torch.nn.Flatten):
             chain.append(("flatten", layer))
         elif isinstance(layer, ELEMENTWISE):
             chain.append(("apply", layer))
+        elif isinstance(layer, POOLING):
+            chain.append(("pool", layer))
         else:
             return None
         previous = node
