@@ -7,6 +7,8 @@ Workloads (500 random samples per client, batch 64, η_l = 0.01):
   adult100  the same MLP, 100 clients, K = 20
   cnn       the NIID-Bench CNN on 28×28, 20 clients, K = 20
   fc500     DRAG's FC-500 on 28×28, 20 clients, K = 20
+  lenet5    LeNet-5 on 28×28, 20 clients, K = 20
+  tfcnn     DRAG's TensorFlow-tutorial CNN on EMNIST's 28×28, 47 classes, 20 clients, K = 20
   lstm      the LEAF Shakespeare character LSTM on 80-character windows, 10 clients, K = 5
 The plain loop is what one writes without a framework: one nn.Module, torch.optim.SGD, zero_grad/backward/step,
 the model loaded from the flat global vector per client. Each pass times every engine once on the same round
@@ -34,6 +36,8 @@ WORKLOADS = {  # model, input shape, classes, clients, K
     "adult100": ("mlp", (123,), 2, 100, 20),
     "cnn": ("cnn", (1, 28, 28), 10, 20, 20),
     "fc500": ("fc500", (1, 28, 28), 10, 20, 20),
+    "tfcnn": ("tf_cnn", (1, 28, 28), 47, 20, 20),
+    "lenet5": ("lenet5", (1, 28, 28), 10, 20, 20),
     "lstm": ("lstm", (80,), 80, 10, 5),  # the LEAF Shakespeare LSTM on 80-character windows
 }
 

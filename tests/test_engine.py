@@ -121,7 +121,11 @@ def test_auto_engine_rule():
     cpu, gpu = torch.device("cpu"), torch.device("cuda")
     mlp, cnn = FlatModel(build_model("mlp", (123,), 2)), FlatModel(build_model("cnn", (1, 28, 28), 10))
     assert mlp.dense and not cnn.dense  # the MLP is a dense chain, the CNN has convolutions
-    assert choose_engine("auto", mlp, cpu) == "vectorized" and choose_engine("auto", cnn, cpu) == "sequential"
+    assert choose_engine("auto", mlp, cpu) == "vectorized" and choose_engine("auto", cnn, cpu) == "vectorized"
+    tf_cnn = FlatModel(build_model("tf_cnn", (1, 28, 28), 47))  # a convolutional chain too big to win on a CPU
+    assert choose_engine("auto", tf_cnn, cpu) == "sequential" and choose_engine("auto", tf_cnn, gpu) == "vectorized"
+    lstm = FlatModel(build_model("lstm", (80,), 80))
+    assert lstm.chain is None and choose_engine("auto", lstm, cpu) == "sequential"
     assert choose_engine("auto", cnn, gpu) == "vectorized"
     assert choose_engine("auto", FlatModel(bn_module()), gpu) == "sequential"  # BatchNorm statistics
     assert choose_engine("sequential", mlp, cpu) == "sequential"  # a named engine is kept

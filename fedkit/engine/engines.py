@@ -241,22 +241,22 @@ def vectorizable(fm: FlatModel) -> bool:
     return getattr(fm.module, "vectorizable", True)
 
 
-CPU_VECTORIZED_MAX_PARAMETERS = 200_000  # dense chains up to this size run vectorized on a CPU (see choose_engine)
+CPU_VECTORIZED_MAX_PARAMETERS = 200_000  # chains up to this size run vectorized on a CPU (see choose_engine)
 
 
 def choose_engine(name: str, fm: FlatModel, device: torch.device) -> str:
     """The engine a config's ``engine`` names; "auto" picks the faster one for the model and device, by a rule
-    read off benchmarks/engines.py (2-thread CPU, vectorized/sequential time per round; an H100):
+    read off benchmarks/engines.py (README, "Engines and speed": a 2-thread CPU and an H100):
     - a model with BatchNorm statistics (the vectorized engine cannot carry them), or one that cannot run under
       vmap (``vectorizable = False``, e.g. lora_transformer): sequential;
-    - on a GPU, everything else: vectorized (7.7× the sequential engine on the small CNN, 8.2× on the MLP);
-    - on a CPU, dense chains of at most 200k parameters: vectorized (4.6k-parameter adult MLP 4.0×, 19k 2.6×,
-      53k 1.6×, 154k 1.4× the sequential engine; the 398k FC-500 0.94×); every other model: sequential (the small
-      CNN 0.9×)."""
+    - on a GPU, everything else: vectorized;
+    - on a CPU, layer chains (``FlatModel.chain``: MLPs, the small CNNs, LeNet-5) of at most 200k parameters:
+      vectorized; larger chains (FC-500, the TF CNN) and every other model (the LSTMs): sequential, which was as
+      fast or faster there."""
     if name != "auto":
         return name
     if fm.buffers or not vectorizable(fm):
         return "sequential"
     if device.type != "cpu":
         return "vectorized"
-    return "vectorized" if fm.dense and fm.dim <= CPU_VECTORIZED_MAX_PARAMETERS else "sequential"
+    return "vectorized" if fm.chain is not None and fm.dim <= CPU_VECTORIZED_MAX_PARAMETERS else "sequential"
