@@ -13,7 +13,8 @@ Workloads (500 random samples per client, batch 64, η_l = 0.01):
 The plain loop is what one writes without a framework: one nn.Module, torch.optim.SGD, zero_grad/backward/step,
 the model loaded from the flat global vector per client. Each pass times every engine once on the same round
 (order rotated per pass, untimed warm-up first); printed: the median seconds per round and the ratio to the plain
-loop (> 1: faster than the plain loop), with the thread count.
+loop (> 1: faster than the plain loop), with the thread count. ``--engines ... compiled`` adds the vectorized engine
+with compile=True (its compile time printed; it is compiled in the warm-up).
 """
 from __future__ import annotations
 
@@ -65,7 +66,8 @@ def main():
     parser.add_argument("--workload", default="adult", choices=sorted(WORKLOADS))
     parser.add_argument("--passes", type=int, default=3)
     parser.add_argument("--device", default="cpu")
-    parser.add_argument("--engines", nargs="+", default=["plain", *ENGINES])
+    parser.add_argument("--engines", nargs="+", default=["plain", *ENGINES],
+                        help="of plain, sequential, vectorized, compiled (vectorized with compile=True)")
     args = parser.parse_args()
 
     model, shape, classes, n_clients, steps = WORKLOADS[args.workload]
@@ -88,12 +90,15 @@ def main():
     info = RoundInfo(1, ids, torch.full((n_clients,), per_client, device=device), k, lr)
     clients = ClientInput(w0.expand(n_clients, -1), algorithm.message(w0, {}, info), {}, k, lr, 1)
 
-    runners = {"plain": lambda: plain_loop(module, w0, x, y, plans, lr)}
-    for name in ENGINES:
-        engine = ENGINES[name](fm, algorithm, "classification", x, y)
+    runners, engines = {"plain": lambda: plain_loop(module, w0, x, y, plans, lr)}, {}
+    for name in [*ENGINES, "compiled"]:
+        engines[name] = engine = (ENGINES["vectorized"](fm, algorithm, "classification", x, y, compile=True)
+                                  if name == "compiled" else ENGINES[name](fm, algorithm, "classification", x, y))
         runners[name] = lambda engine=engine: engine.train(clients, plans, {}).uploads["delta"]
     runners = {name: runners[name] for name in args.engines}
     results = {name: run() for name, run in runners.items()}  # warm-up, and the updates to compare
+    if "compiled" in runners:
+        print(f"compiled: {engines['compiled'].compile_seconds:.1f} s to compile (in the warm-up)")
     times = {name: [] for name in runners}
     for p in range(args.passes):
         order = list(runners)[p % len(runners):] + list(runners)[:p % len(runners)]

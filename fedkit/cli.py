@@ -45,6 +45,7 @@ HELP = {
     "seed": "seed of the partition, client sampling, minibatches and initialisation",
     "device": "cpu, cuda, cuda:N or mps",
     "engine": "auto (the faster for the model and device), sequential (reference) or vectorized (all at once)",
+    "compile": "torch.compile the vectorized engine's step gradient (compile time in compile_seconds)",
     "eval_every": "test every n-th round, and always the last",
     "snapshots": "keep the global model after every n-th round and the last (0: none)",
     "stop_accuracy": "stop once test accuracy reaches this (rounds-to-target runs); null = never",
@@ -52,7 +53,7 @@ HELP = {
     "step_seconds": "simulated clock: seconds per local step; null = the measured compute time",
 }
 _HINTS = typing.get_type_hints(Config)
-_METAVARS = {int: "INT", float: "FLOAT", str: "STR", dict: "MAPPING", type(None): "null"}
+_METAVARS = {bool: "BOOL", int: "INT", float: "FLOAT", str: "STR", dict: "MAPPING", type(None): "null"}
 # YAML 1.1 reads 1e-3 as a string: these fields (float in Config's type hints) get such strings as numbers.
 FLOAT_FIELDS = {name for name, hint in _HINTS.items() if float in (hint, *typing.get_args(hint))}
 

@@ -52,6 +52,7 @@ class Config:
     seed: int = 0
     device: str = "cpu"
     engine: str = "auto"  # "sequential", "vectorized", or "auto": the faster for the model and device
+    compile: bool = False  # torch.compile the vectorized engine's step gradient (rounds' compile_seconds)
     eval_every: int = 1  # test every n-th round, and always the last
     snapshots: int = 0  # also keep the global model after every n-th round and the last (History.models); 0: none
     stop_accuracy: float | None = None  # stop once test accuracy reaches this (rounds-to-target runs)
@@ -65,7 +66,10 @@ class Config:
         """A stable hash of every field (and the fedkit version): the name of this run's cached result."""
         from . import __version__
 
-        text = json.dumps({"fedkit": __version__, **self.to_dict()}, sort_keys=True, default=str)
+        fields = self.to_dict()
+        if not fields["compile"]:
+            del fields["compile"]  # so that runs cached before the switch existed keep their keys
+        text = json.dumps({"fedkit": __version__, **fields}, sort_keys=True, default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     def __hash__(self) -> int:
@@ -174,6 +178,9 @@ def _validate(c: Config) -> None:
     if c.stop_accuracy is not None:
         need(_is_real(c.stop_accuracy) and 0 < c.stop_accuracy <= 1, "stop_accuracy", "must lie in (0, 1]")
     need(c.engine in ("auto", *ENGINES), "engine", f"must be 'auto' or one of {list(ENGINES)}")
+    need(isinstance(c.compile, bool), "compile", "must be True or False")
+    need(not (c.compile and c.engine == "sequential"), "compile", "needs engine 'vectorized' or 'auto', "
+         "not 'sequential' (it compiles the stacked clients' gradient)")
     need(isinstance(c.device, str) and c.device.split(":")[0] in ("cpu", "cuda", "mps"), "device",
          "must be 'cpu', 'cuda', 'cuda:N' or 'mps'")
     # Building the algorithm (with the optimizer and schedule) and the threat checks every hyper-parameter and

@@ -113,7 +113,11 @@ class Federation:
         self.fm = FlatModel(module.to(self.device))
         self.algorithm = cfg.build_algorithm(self.fm.layout)
         self.engine_name = choose_engine(cfg.engine, self.fm, self.device)
-        self.engine = ENGINES[self.engine_name](self.fm, self.algorithm, self.task, self.x_train, self.y_train)
+        if cfg.compile and self.engine_name != "vectorized":
+            raise ConfigError(f"compile=True needs the vectorized engine, but engine 'auto' picked "
+                              f"'{self.engine_name}' for model {cfg.model!r} on {cfg.device}; set engine='vectorized'")
+        self.engine = ENGINES[self.engine_name](self.fm, self.algorithm, self.task, self.x_train, self.y_train,
+                                                cfg.compile)
         self.threat = chosen_threat(cfg)
         if self.threat.bad.sum() >= cfg.sampled_per_round():
             raise ConfigError(f"{int(self.threat.bad.sum())} {cfg.threat} but only {cfg.sampled_per_round()} "

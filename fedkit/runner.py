@@ -73,6 +73,7 @@ class Run:
         self.bar = tqdm(total=cfg.rounds, initial=self.state.t, disable=not progress or self.diverged,
                         desc=f"{cfg.algorithm} ({fed.engine_name})")
         self.wall = time.perf_counter()
+        self.compiled = 0.0  # the engine's compile seconds already recorded
 
     @property
     def active(self) -> bool:
@@ -103,6 +104,9 @@ class Run:
                   "client_seconds_sum": sum(result.seconds), "seconds": now - self.wall,
                   "bytes_up": sum(r["bytes_up"] for r in clients), "bytes_down": sum(r["bytes_down"] for r in clients),
                   "sim_seconds": _simulated_seconds(cfg, rnd, clients), "engine": fed.engine_name, "diverged": diverged}
+        if cfg.compile:  # the compile time spent in this round (compile=True), inside its client seconds
+            record["compile_seconds"] = fed.engine.compile_seconds - self.compiled
+            self.compiled = fed.engine.compile_seconds
         self.round_rows.append(record)
         if cfg.snapshots and (s.t % cfg.snapshots == 0 or s.t == cfg.rounds):
             self.models[s.t] = s.w.detach().cpu().clone()

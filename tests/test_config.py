@@ -24,6 +24,8 @@ BAD = [
     ({"batch_size": 0}, "batch_size must be an integer ≥ 1, got 0"),
     ({"seed": -1}, "seed must be an integer ≥ 0, got -1"),
     ({"engine": "turbo"}, "engine must be 'auto' or one of"),
+    ({"compile": "yes"}, "compile must be True or False, got 'yes'"),
+    ({"compile": True, "engine": "sequential"}, "compile needs engine 'vectorized' or 'auto', not 'sequential'"),
     ({"device": "tpu"}, "device must be 'cpu', 'cuda', 'cuda:N' or 'mps', got 'tpu'"),
     ({"algorithm": "fedprox", "algorithm_args": {"mu": -1}}, "algorithm 'fedprox': mu must lie in [0, inf), got -1"),
     ({"algorithm": "fedprox", "algorithm_args": {"zeta": 1}}, "unknown option(s) ['zeta'] for algorithm 'fedprox'"),
@@ -57,6 +59,7 @@ RUN_TIME_BAD = [
     ({"num_clients": 5000, "partition": "iid", "partition_args": {}}, "5000"),
     ({"model_args": {"depth": 3}}, "depth"),
     ({"dataset_args": {"colour": True}}, "colour"),
+    ({"compile": True, "model_args": {"hidden": [600, 600]}}, "engine 'auto' picked 'sequential' for model 'mlp'"),
 ]
 
 
@@ -73,6 +76,7 @@ def test_config_is_hashable_and_its_key_stable():
     assert a == b and hash(a) == hash(b) and a.key() == b.key()
     assert len({a, b, Config(seed=2)}) == 2
     assert Config(partition_args={"phi": 0.1}).key() != Config(partition_args={"phi": 0.2}).key()
+    assert Config(compile=True).key() != Config().key()
 
 
 def test_from_dict_refuses_unknown_fields():

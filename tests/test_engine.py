@@ -2,11 +2,13 @@
 import copy
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
+from test_run import digits_config, results
 from torch import nn
 
-from fedkit import ConfigError
+from fedkit import ConfigError, run
 from fedkit.algorithms import FedAvg, Settings, make_algorithm
 from fedkit.engine import ClientInput, FlatModel, SequentialEngine, VectorizedEngine, local_steps, make_plan
 from fedkit.optim import SGD
@@ -223,3 +225,15 @@ def test_vectorized_engine_takes_the_gradient_at_w_beforehand_only_when_asked_fo
     assert engine.gradient.plain and engine.gradient.by_hand  # FedAvg's objective: chain_gradient computed it
     torch.testing.assert_close(together.uploads["delta"], alone.uploads["delta"], rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(together.train_loss, alone.train_loss)
+
+
+@pytest.mark.parametrize("algorithm,args", [("fedavg", {}), ("fedprox", {"mu": 0.1})])
+def test_compiled_run_equals_the_eager_one_and_reports_its_compile_time(algorithm, args):
+    """compile=True compiles chain_gradient (FedAvg on an MLP) or the stacked forward (FedProx's objective)."""
+    cfg = digits_config(algorithm=algorithm, algorithm_args=args, engine="vectorized", rounds=2)
+    eager, compiled = (run(c, cache=False, progress=False) for c in (cfg, cfg.replace(compile=True)))
+    seconds = compiled.rounds["compile_seconds"]
+    assert seconds[1] > 0 and (seconds[2:] == 0).all() and "compile_seconds" not in eager.rounds
+    assert compiled.rounds["client_seconds_sum"][1] >= seconds[1]
+    pd.testing.assert_frame_equal(results(eager), results(compiled).drop(columns="compile_seconds"),
+                                  rtol=1e-5, atol=1e-6)

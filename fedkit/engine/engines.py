@@ -14,7 +14,7 @@ from torch.func import vmap
 from torch.utils._pytree import tree_flatten, tree_map, tree_unflatten
 
 from ..errors import ConfigError
-from .functional import ClientData, FlatModel, StackedGradient, make_client_step
+from .functional import ClientData, FlatModel, make_client_step
 from .plan import ClientPlan
 from .program import ClientInput, ClientProgram
 
@@ -34,10 +34,18 @@ class RoundResult:
 class Engine:
     vectorized = False  # whether the client step runs under vmap
 
-    def __init__(self, fm: FlatModel, program: ClientProgram, task: str, x: torch.Tensor, y: torch.Tensor):
+    def __init__(self, fm: FlatModel, program: ClientProgram, task: str, x: torch.Tensor, y: torch.Tensor,
+                 compile: bool = False):
+        if compile and not self.vectorized:
+            raise ConfigError("compile=True needs engine='vectorized' (it compiles the stacked clients' gradient)")
         self.fm, self.program, self.task = fm, program, task
         self.x, self.y = x, y
-        self.step = make_client_step(fm, program, task, self.vectorized)
+        self.step = make_client_step(fm, program, task, self.vectorized, compile)
+
+    @property
+    def compile_seconds(self) -> float:
+        """Wall time spent in calls that compiled (compile=True), since the engine was built."""
+        return getattr(self.step.gradient, "compile_seconds", 0.0)
 
     def _sync(self):
         if self.x.is_cuda:
@@ -130,7 +138,7 @@ class VectorizedEngine(Engine):
         self.data = ClientData(self.fm, self.task, self.x, self.y)
         dims = ClientInput(0, 0, 0, 0, None, None, 0)
         self.vstep = vmap(self.step, in_dims=(0, 0, dims, 0, 0, 0, None))
-        self.gradient = StackedGradient(self.fm, self.program, self.task)
+        self.gradient = self.step.gradient
         self.vstep_at = vmap(self._step_at, in_dims=(0, 0, dims, 0, 0, 0, 0))
         self.at_w: bool | None = None  # whether local_step asks for the gradient at w itself (known after a step)
         self.vinit = vmap(self.program.local_init, in_dims=(dims,))

@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import copy
 import math
+import time
 from collections.abc import Callable
 from contextlib import contextmanager
+from functools import partial
 
 import torch
 import torch.nn.functional as F
@@ -226,7 +228,8 @@ def sample_loss(task: str) -> Callable[[torch.Tensor, torch.Tensor], torch.Tenso
     return lambda out, y: out
 
 
-def make_client_step(fm: FlatModel, program: ClientProgram, task: str, vectorized: bool = False):
+def make_client_step(fm: FlatModel, program: ClientProgram, task: str, vectorized: bool = False,
+                     compile: bool = False):
     """One local step of one client: ``(w, local, c, x, y, mask, buffers) -> (w, local, loss)``.
 
     ``local`` is the client's within-round state (optimizer moments, an algorithm's momentum, ...); the step
@@ -236,17 +239,19 @@ def make_client_step(fm: FlatModel, program: ClientProgram, task: str, vectorize
     mutating tensors captured from outside a transformed function.
     ``vectorized``: the step will run under ``vmap``; its gradient is then computed for all clients at once with
     plain autograd (``StackedGradient``), not per client with ``torch.func.grad``. One client alone takes its
-    gradient with plain autograd on a private copy of the module (``BoundGradient``).
+    gradient with plain autograd on a private copy of the module (``BoundGradient``). ``compile``: see
+    ``StackedGradient``. The step's ``gradient`` attribute is the gradient object.
     """
     if vectorized:
-        stacked = StackedGradient(fm, program, task)
+        stacked = StackedGradient(fm, program, task, compile)
         gradient = lambda v, c, x, y, mask, buffers: stacked(v, c, x, y, mask)  # noqa: E731
     else:
-        gradient = BoundGradient(fm, program, task)
+        stacked = gradient = BoundGradient(fm, program, task)
 
     def step(w, local, c, x, y, mask, buffers):
         return program.local_step(w, local, c, lambda v: gradient(v, c, x, y, mask, buffers))
 
+    step.gradient = stacked
     return step
 
 
@@ -301,14 +306,30 @@ class StackedGradient:
     under an inner vmap, and ONE plain-autograd backward of their sum (client i's objective depends on row i only,
     so row i of the gradient is client i's gradient)."""
 
-    def __init__(self, fm: FlatModel, program: ClientProgram, task: str):
+    def __init__(self, fm: FlatModel, program: ClientProgram, task: str, compile: bool = False):
         self.fm, self.program, self.per_sample = fm, program, sample_loss(task)
         self.plain: bool | None = None  # whether the objective is the data loss itself (known after one call)
         self.by_hand = fm.hand_differentiable and task == "classification"  # chain_gradient, once plain
+        # compile=True: torch.compile chain_gradient, or the stacked forward and data loss (whose backward
+        # AOTAutograd compiles with it); an objective's own terms stay eager
+        self.chain_gradient = Compiled(partial(chain_gradient, fm), compile)
+        self.forward = Compiled(self._forward, compile)
 
     def __call__(self, v, c, x, y, mask):
         leaves, spec = tree_flatten(c)
         return _VmapGradient.apply(self.stack, spec, v, x, y, mask, *leaves)
+
+    def _forward(self, params, x, y, mask):
+        """(each client's mean data loss over the real rows of its batch [n], the outputs, the output layer's
+        inputs when the program reads them)."""
+        n, b = mask.shape
+        out, features = self.fm.stacked(params, x, self.program.needs_features)
+        per_sample = self.per_sample(out.flatten(0, 1), y.flatten(0, 1)).view(n, b)
+        return (per_sample * mask).sum(1) / mask.sum(1).clamp_min(1), out, features
+
+    @property
+    def compile_seconds(self) -> float:
+        return self.chain_gradient.seconds + self.forward.seconds
 
     def _hands_back_data(self, v, spec, leaves, dims, x, y, mask) -> bool:
         """Whether the program's objective is the data loss itself (then no vmap over objectives is needed, and a
@@ -335,19 +356,17 @@ class StackedGradient:
         if self.plain is None:
             self.plain = self._hands_back_data(v, spec, leaves, dims, x, y, mask)
         if self.plain and self.by_hand:
-            return chain_gradient(self.fm, v, x, y, mask)
-        n, b = mask.shape
-        c, c_dims = tree_unflatten(leaves, spec), tree_unflatten(dims, spec)
+            return self.chain_gradient(v, x, y, mask)
         with torch.enable_grad():
             v = v.detach().requires_grad_(True)  # the objective's own dependence on w (FedProx's term, ...)
             blocks = ([t.detach().requires_grad_(True) for t in v.split(self.fm.numels, dim=1)]
                       if self.fm.chain is not None else None)
-            out, features = self.fm.stacked(v if blocks is None else blocks, x, self.program.needs_features)
-            per_sample = self.per_sample(out.flatten(0, 1), y.flatten(0, 1)).view(n, b)
-            data = (per_sample * mask).sum(1) / mask.sum(1).clamp_min(1)
+            params = v if blocks is None else blocks
+            data, out, features = self.forward(params, x, y, mask)
             if self.plain:
                 total = data
             else:
+                c, c_dims = tree_unflatten(leaves, spec), tree_unflatten(dims, spec)
                 in_dims = (0, 0, c_dims, 0, 0, 0, 0, None if features is None else 0)
                 total = vmap(self.objective, in_dims=in_dims)(data, v, c, x, y, mask, out, features)
             if blocks is None:
@@ -357,6 +376,27 @@ class StackedGradient:
                 g = torch.cat(grads, dim=1)
                 g = g if direct is None else g + direct
         return g, data.detach()
+
+
+class Compiled:
+    """``fn``, or with ``compile`` its torch.compile (made at the first call); ``seconds`` sums the wall time of
+    the calls that compiled a graph (torch._dynamo's count of graphs moved), compile and import included."""
+
+    def __init__(self, fn: Callable, compile: bool):
+        self.fn, self.compile, self.compiled, self.seconds = fn, compile, None, 0.0
+
+    def __call__(self, *args):
+        if not self.compile:
+            return self.fn(*args)
+        from torch._dynamo.utils import counters
+
+        graphs, start = counters["stats"]["unique_graphs"], time.perf_counter()
+        if self.compiled is None:
+            self.compiled = torch.compile(self.fn)
+        out = self.compiled(*args)
+        if counters["stats"]["unique_graphs"] != graphs:
+            self.seconds += time.perf_counter() - start
+        return out
 
 
 class _NotDifferentiable(torch.autograd.Function):
