@@ -1,6 +1,6 @@
 """Benchmark: a seed sweep trained together (one stack per round) against one seed alone, in one process.
 
-    python benchmarks/seeds.py [--seeds 3] [--rounds 5] [--passes 3] [--dataset adult]
+    python benchmarks/seeds.py [--seeds 3] [--rounds 5] [--passes 3] [--dataset adult] [--device cpu]
 
 The workload is TACO's adult setting (MLP 123-32-16-8-2, 20 clients, K = 100, batch 64, FedAvg; the data set from
 FEDKIT_DATA). Printed: the median seconds of ``run`` for seed 0 and of ``run_together`` for seeds 0..S−1 (no
@@ -24,9 +24,10 @@ def main():
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--passes", type=int, default=3)
     parser.add_argument("--dataset", default="adult")
+    parser.add_argument("--device", default="cpu")
     args = parser.parse_args()
     cfg = Config(dataset=args.dataset, partition="dirichlet", partition_args={"phi": 0.5}, num_clients=20,
-                 model="mlp", rounds=args.rounds, local_steps=100, batch_size=64, lr=0.01)
+                 model="mlp", rounds=args.rounds, local_steps=100, batch_size=64, lr=0.01, device=args.device)
     cfgs = [cfg.replace(seed=s) for s in range(args.seeds)]
     jobs = {"one seed": lambda: run(cfgs[0], cache=False, progress=False),
             f"{args.seeds} seeds together": lambda: run_together(cfgs, cache=False, progress=False)}
@@ -39,7 +40,7 @@ def main():
             jobs[name]()
             times[name].append(time.perf_counter() - start)
     print(f"{args.dataset}, {args.rounds} rounds of FedAvg, 20 clients × K = 100, torch {torch.__version__}, "
-          f"{torch.get_num_threads()} threads")
+          f"{torch.get_num_threads()} threads, {args.device}")
     medians = {name: statistics.median(ts) for name, ts in times.items()}
     for name, ts in times.items():
         print(f"  {name:<18} {medians[name]:.3f} s  (passes: {', '.join(f'{t:.3f}' for t in ts)})")
