@@ -77,7 +77,7 @@ class SGD:
         if self.momentum:
             d = self.momentum * state["m"] + d
             state = {"m": d}
-        return w - lr * d, state
+        return w.add(d, alpha=-lr), state  # one fused op, as torch.optim.SGD does it
 
 
 @dataclass(frozen=True)

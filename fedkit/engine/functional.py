@@ -266,9 +266,6 @@ class BoundGradient:
         self.mean_loss = F.cross_entropy if task == "classification" else lambda out, y: out.mean()
         self.module = copy.deepcopy(fm.module).train()
         self.params = [p for p in self.module.parameters() if p.requires_grad]
-        self.storage = torch.empty(fm.dim, dtype=self.params[0].dtype, device=self.params[0].device)
-        for p, t in zip(self.params, self.storage.split(fm.numels)):
-            p.data = t.view_as(p)  # the parameters are views of one vector: v is loaded by one copy
         self.slots = [_owner(self.module, name) for name in fm.buffers]
         self.seen: list[torch.Tensor] = []
         output_layer = self.module.get_submodule(fm.layout.layers[-1])
@@ -276,7 +273,8 @@ class BoundGradient:
 
     def __call__(self, v, c, x, y, mask, buffers):
         fm = self.fm
-        self.storage.copy_(v)
+        for p, t in zip(self.params, v.detach().split(fm.numels)):
+            p.data = t.view_as(p)  # the parameters become views of v: nothing is copied
         for (owner, name), b in zip(self.slots, buffers.values()):
             owner._buffers[name] = b  # this client's BatchNorm statistics, updated in place by the forward
         self.seen.clear()
