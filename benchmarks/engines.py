@@ -12,9 +12,10 @@ Workloads (500 random samples per client, batch 64, η_l = 0.01):
   lstm      the LEAF Shakespeare character LSTM on 80-character windows, 10 clients, K = 5
 The plain loop is what one writes without a framework: one nn.Module, torch.optim.SGD, zero_grad/backward/step,
 the model loaded from the flat global vector per client. Each pass times every engine once on the same round
-(order rotated per pass, untimed warm-up first); printed: the median seconds per round and the ratio to the plain
-loop (> 1: faster than the plain loop), with the thread count. ``--engines ... compiled`` adds the vectorized engine
-with compile=True (its compile time printed; it is compiled in the warm-up).
+(order rotated per pass, untimed warm-up first); printed: the median seconds per round, its ratio to the plain
+loop's (> 1: faster than the plain loop), clients trained per second, each pass's time, and how far each engine's
+updates are from the first's, with the thread count. ``--engines ... compiled`` adds the vectorized engine with
+compile=True (its compile time printed; it is compiled in the warm-up).
 """
 from __future__ import annotations
 
@@ -114,8 +115,8 @@ def main():
         median = statistics.median(ts)
         ratio = f"  {base / median:5.2f}× the plain loop" if base else ""
         error = (results[name] - reference).abs().max().item()
-        print(f"  {name:<11} {median:.4f} s/round{ratio}  (passes: {', '.join(f'{t:.4f}' for t in ts)}; "
-              f"max |Δ − Δ_{next(iter(results))}| = {error:.1e})")
+        print(f"  {name:<11} {median:.4f} s/round{ratio}  {n_clients / median:7.1f} clients/s  (passes: "
+              f"{', '.join(f'{t:.4f}' for t in ts)}; max |Δ − Δ_{next(iter(results))}| = {error:.1e})")
 
 
 if __name__ == "__main__":

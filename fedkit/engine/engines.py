@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from functools import partial
 
 import torch
 from torch.func import vmap
@@ -122,7 +121,8 @@ class SequentialEngine(Engine):
 class VectorizedEngine(Engine):
     """All sampled clients step in lockstep over stacked parameters [n, d]; data are gathered by index.
 
-    Clients with fewer local steps than the longest are masked once they are done.
+    A client with fewer local steps than the longest leaves the stack once it is done (its rows are not computed
+    on); per step, no column that is padding for every client is computed.
     """
 
     vectorized = True
@@ -155,7 +155,7 @@ class VectorizedEngine(Engine):
         start = time.perf_counter()
         n, device = len(plans), clients.w0.device
         counts = [p.steps for p in plans]  # host-side: no device sync to learn who is still stepping
-        k_min, k_max, batch = min(counts), max(counts), plans[0].indices.shape[1]
+        k_max, batch = max(counts), plans[0].indices.shape[1]
         indices = torch.zeros(n, k_max, batch, dtype=torch.int64)
         mask = torch.zeros(n, k_max, batch)
         for j, p in enumerate(plans):
@@ -169,23 +169,24 @@ class VectorizedEngine(Engine):
         clients = clients._replace(rows=samples.to(device))
 
         w, local = self.vinit(clients)
-        losses = []
+        full_w, full_local, loss_sum = w, local, torch.zeros(n, device=device)
+        ids, stack, stack_plans = torch.arange(n, device=device), clients, plans
         for k in range(k_max):
+            going = [j for j, p in enumerate(stack_plans) if k < p.steps]
+            if len(going) < len(stack_plans):  # some clients are done: store their state, step on without them
+                full_w, full_local = _write_back(full_w, full_local, ids, w, local)
+                keep = torch.tensor(going, device=device)
+                ids, stack, stack_plans = ids[keep], _pick(stack, keep), [stack_plans[j] for j in going]
+                w, local = w[keep], _rows_of(local, keep)
+                indices, mask = indices[keep], mask[keep]
             if self.program.epoch_start is not None:
-                local = self._epoch_start(k, plans, w, local, clients)
+                local = self._epoch_start(k, stack_plans, w, local, stack)
             rows = indices[:, k, :widths[k]]
-            w_new, local_new, loss = self._step(w, local, clients, _gather(self.x, rows), _gather(self.y, rows),
-                                                mask[:, k, :widths[k]])
-            if k < k_min:
-                w, local = w_new, local_new
-                losses.append(loss)
-            else:
-                active = torch.tensor([k < s for s in counts], device=device)
-                w = _where_active(active, w_new, w)
-                local = tree_map(partial(_where_active, active), local_new, local)
-                losses.append(torch.where(active, loss, torch.zeros_like(loss)))
-        loss_sum = torch.stack(losses).sum(0)
-        uploads, kept = self.vfinal(w, local, clients, self.data)
+            w, local, loss = self._step(w, local, stack, _gather(self.x, rows), _gather(self.y, rows),
+                                        mask[:, k, :widths[k]])
+            loss_sum = loss_sum.index_add(0, ids, loss)
+        full_w, full_local = _write_back(full_w, full_local, ids, w, local)
+        uploads, kept = self.vfinal(full_w, full_local, clients, self.data)
         self._sync()
         share = (time.perf_counter() - start) / n
         return RoundResult(uploads, kept, (loss_sum / clients.steps).detach(), [share] * n)
@@ -235,9 +236,16 @@ def _gather(data: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
     return data.index_select(0, rows.reshape(-1)).view(*rows.shape, *data.shape[1:])
 
 
-def _where_active(active: torch.Tensor, new: torch.Tensor, old: torch.Tensor) -> torch.Tensor:
-    """Rows of ``new`` for the clients still stepping, rows of ``old`` for those done."""
-    return torch.where(active.view(-1, *[1] * (new.dim() - 1)), new, old)
+def _rows_of(tree, rows: torch.Tensor):
+    """The rows ``rows`` of every tensor of a pytree of stacks."""
+    return tree_map(lambda v: v[rows], tree)
+
+
+def _write_back(full_w: torch.Tensor, full_local: Tensors, ids: torch.Tensor, w: torch.Tensor, local: Tensors):
+    """The whole stack's iterates and local state with rows ``ids`` replaced by a sub-stack's."""
+    if len(ids) == len(full_w):
+        return w, local
+    return full_w.index_copy(0, ids, w), tree_map(lambda f, v: f.index_copy(0, ids, v), full_local, local)
 
 
 ENGINES = {"sequential": SequentialEngine, "vectorized": VectorizedEngine}
