@@ -64,9 +64,9 @@ class FlatModel:
 
     def stacked(self, w, x: torch.Tensor, features: bool = False):
         """(outputs [n, B, ...], output-layer inputs or None) of n models on their batches x [n, B, ...];
-        differentiable with plain autograd. ``w``: the parameters, rows [n, d], or for a dense chain (run as
-        batched matrix products) also the list of per-tensor blocks [n, numel] (whose gradients need no
-        scatter into a full-width zero vector); any other model runs under vmap."""
+        differentiable with plain autograd. ``w``: the parameters, rows [n, d], or for a layer chain (run as
+        batched matrix products and grouped convolutions) also the list of per-tensor blocks [n, numel] (whose
+        gradients need no scatter into a full-width zero vector); any other model runs under vmap."""
         if self.chain is not None:
             return self._chain(w.split(self.numels, dim=1) if isinstance(w, torch.Tensor) else w, x)
         if features:
@@ -300,9 +300,10 @@ def _owner(module: torch.nn.Module, name: str) -> tuple[torch.nn.Module, str]:
 
 class StackedGradient:
     """(∇ objective, data loss) of every client of a vmapped local step, computed for the whole stack at once: the
-    stacked forward (``FlatModel.stacked``: batched matrix products for dense chains), the clients' objectives
-    under an inner vmap, and ONE plain-autograd backward of their sum (client i's objective depends on row i only,
-    so row i of the gradient is client i's gradient)."""
+    stacked forward (``FlatModel.stacked``: batched matrix products and grouped convolutions for layer chains,
+    vmap otherwise), the clients' objectives under an inner vmap, and ONE plain-autograd backward of their sum
+    (client i's objective depends on row i only, so row i of the gradient is client i's gradient). When the
+    objective is the data loss itself and the model a dense chain, ``chain_gradient`` back-propagates by hand."""
 
     def __init__(self, fm: FlatModel, program: ClientProgram, task: str, compile: bool = False):
         self.fm, self.program, self.per_sample = fm, program, sample_loss(task)
