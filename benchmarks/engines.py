@@ -13,9 +13,10 @@ Workloads (500 random samples per client, batch 64, η_l = 0.01):
 The plain loop is what one writes without a framework: one nn.Module, torch.optim.SGD, zero_grad/backward/step,
 the model loaded from the flat global vector per client. Each pass times every engine once on the same round
 (order rotated per pass, untimed warm-up first); printed: the median seconds per round, its ratio to the plain
-loop's (> 1: faster than the plain loop), clients trained per second, each pass's time, and how far each engine's
-updates are from the first's, with the thread count. ``--engines ... compiled`` adds the vectorized engine with
-compile=True (its compile time printed; it is compiled in the warm-up).
+loop's (> 1: faster than the plain loop), clients trained per second, the training accuracy of the FedAvg model
+each engine's updates give, each pass's time and how far the updates are from the first engine's, with the thread
+count. ``--engines ... compiled`` adds the vectorized engine with compile=True (its compile time printed; it is
+compiled in the warm-up).
 """
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ import torch.nn.functional as F
 from torch.nn.utils import parameters_to_vector, vector_to_parameters
 
 from fedkit.algorithms import RoundInfo, Settings, make_algorithm
-from fedkit.engine import ENGINES, ClientInput, FlatModel, make_plan
+from fedkit.engine import ENGINES, ClientInput, FlatModel, evaluate, make_plan
 from fedkit.models import build_model
 from fedkit.optim import SGD
 
@@ -111,12 +112,14 @@ def main():
           f"torch {torch.__version__}, {torch.get_num_threads()} threads, {device}")
     base = statistics.median(times["plain"]) if "plain" in times else None
     reference = next(iter(results.values()))
+    accuracy = {name: evaluate(fm, w0 + delta.mean(0), x, y, "classification")[0] for name, delta in results.items()}
     for name, ts in times.items():
         median = statistics.median(ts)
         ratio = f"  {base / median:5.2f}× the plain loop" if base else ""
         error = (results[name] - reference).abs().max().item()
-        print(f"  {name:<11} {median:.4f} s/round{ratio}  {n_clients / median:7.1f} clients/s  (passes: "
-              f"{', '.join(f'{t:.4f}' for t in ts)}; max |Δ − Δ_{next(iter(results))}| = {error:.1e})")
+        print(f"  {name:<11} {median:.4f} s/round{ratio}  {n_clients / median:7.1f} clients/s  accuracy "
+              f"{accuracy[name]:.4f}  (passes: {', '.join(f'{t:.4f}' for t in ts)}; "
+              f"max |Δ − Δ_{next(iter(results))}| = {error:.1e})")
 
 
 if __name__ == "__main__":
