@@ -139,8 +139,8 @@ class VectorizedEngine(Engine):
         dims = ClientInput(0, 0, 0, 0, None, None, 0)
         self.vstep = vmap(self.step, in_dims=(0, 0, dims, 0, 0, 0, None))
         self.gradient = self.step.gradient
-        self.vstep_at = vmap(self._step_at, in_dims=(0, 0, dims, 0, 0, 0, 0))
         self.at_w: bool | None = None  # whether local_step asks for the gradient at w itself (known after a step)
+        self.hit = False  # whether the step in progress asked for it
         self.vinit = vmap(self.program.local_init, in_dims=(dims,))
         self.vfinal = vmap(self.program.local_final, in_dims=(0, 0, dims, None))
         if self.program.epoch_start is not None:
@@ -267,8 +267,8 @@ def choose_engine(name: str, fm: FlatModel, device: torch.device) -> str:
       vmap (``vectorizable = False``, e.g. lora_transformer): sequential;
     - on a GPU, everything else: vectorized;
     - on a CPU, layer chains (``FlatModel.chain``: MLPs, the small CNNs, LeNet-5) of at most 200k parameters:
-      vectorized; larger chains (FC-500, the TF CNN) and every other model (the LSTMs): sequential, which was as
-      fast or faster there."""
+      vectorized; larger chains (FC-500, the TF CNN) and every other model (the LSTMs): sequential (there the
+      vectorized engine was not reliably faster)."""
     if name != "auto":
         return name
     if fm.buffers or not vectorizable(fm):
