@@ -237,3 +237,24 @@ def test_compiled_run_equals_the_eager_one_and_reports_its_compile_time(algorith
     assert compiled.rounds["client_seconds_sum"][1] >= seconds[1]
     pd.testing.assert_frame_equal(results(eager), results(compiled).drop(columns="compile_seconds"),
                                   rtol=1e-5, atol=1e-6)
+
+
+def test_a_client_done_with_its_steps_leaves_the_stack_and_padding_columns_are_not_computed():
+    """Two clients of 26 and 34 samples, one epoch of batch 8: 4 and 5 steps, last batches of 2 real rows. The
+    stacked gradients see 2, 2, 2, 2, 1 clients and 8, 8, 8, 8, 2 rows per client; the result equals the
+    sequential engine's."""
+    x, y = toy_data()
+    fm = FlatModel(nn.Sequential(nn.Linear(12, 8), nn.ReLU(), nn.Linear(8, 3)))
+    parts = [np.arange(0, 26), np.arange(26, 60)]
+    rng = np.random.default_rng(0)
+    plans = [make_plan(i, parts[i], 8, local_steps(len(parts[i]), 8, None, 1), rng) for i in range(2)]
+    clients = ClientInput(fm.flat().expand(2, -1), {}, {}, torch.tensor([4.0, 5.0]), 0.1, 1)
+    make = lambda: make_algorithm("fedavg", Settings(optimizer=SGD(lr=0.1)))  # noqa: E731
+    engine = VectorizedEngine(fm, make(), "classification", x, y)
+    seen, outside = [], engine.gradient.outside
+    engine.gradient.outside = lambda w, c, xs, ys, mask: seen.append(tuple(mask.shape)) or outside(w, c, xs, ys, mask)
+    together = engine.train(clients, plans, {})
+    assert seen == [(2, 8)] * 4 + [(1, 2)]
+    alone = SequentialEngine(fm, make(), "classification", x, y).train(clients, plans, {})
+    torch.testing.assert_close(together.uploads["delta"], alone.uploads["delta"], rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(together.train_loss, alone.train_loss)
