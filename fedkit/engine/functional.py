@@ -256,8 +256,8 @@ def make_client_step(fm: FlatModel, program: ClientProgram, task: str, vectorize
 
 
 class BoundGradient:
-    """(∇ objective, data loss) of one client at v, computed like a plain PyTorch loop: v is copied into the
-    parameters of a private copy of the module, which runs as is (no per-step re-binding of parameters); the
+    """(∇ objective, data loss) of one client at v, computed like a plain PyTorch loop: the parameters of a private
+    copy of the module are made views of v (no copy, no functional_call), and the module runs as is; the
     objective's own dependence on w (FedProx's proximal term, ...) reaches v through a leaf copy of it.
     The sequential engine hands it the real rows only, so the data loss is the plain batch mean (one fused op)."""
 
