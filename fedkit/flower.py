@@ -1,0 +1,211 @@
+"""Run a fedkit config on Flower (``pip install -e ".[flower]"``): the server side of every round (sampling, the
+broadcast and message, threats, aggregation, evaluation, cache and checkpoints) runs in a Flower ``ServerApp``;
+each client's local training runs in a Flower ``ClientApp`` on its own SuperNode, with the algorithm's client hooks
+and the sequential engine. The algorithm files are not touched.
+
+- The server sends a training client its model, the algorithm's message and its BatchNorm statistics as
+  ``ArrayRecord``s, and the round and η_l as a ``ConfigRecord``; the client replies with its uploads.
+- The client holds its own data (partition ``partition-id`` of the config's partition, the same seed), draws its own
+  minibatches from the config's seeded stream for (round, client), and keeps its state (SCAFFOLD's c_i, FedDyn's
+  gradient memory, FAdamGC's trackers, ...) in ``Context.state``, where Flower keeps client state.
+- Bytes up and down are recorded as fedkit records them (the algorithm's uploads and message).
+
+``run_flower(cfg)`` runs a config through Flower's simulation engine on this machine (one SuperNode per client) and
+returns the same ``History`` as ``fedkit.run``. For ``flwr run`` (a simulation federation, or a SuperLink with real
+SuperNodes: README, "Flower"), ``serverapp`` and ``clientapp`` below read the config from the run config's
+``fedkit-config`` (a YAML file of Config fields, as ``fedkit run --config`` takes) and the server saves the History
+under ``fedkit-out`` (default ``runs``).
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import torch
+import yaml
+from flwr.app import ArrayRecord, ConfigRecord, Context, Message, MetricRecord, RecordDict
+from flwr.clientapp import ClientApp
+from flwr.serverapp import Grid, ServerApp
+from flwr.simulation import run_simulation
+
+from .algorithms import Algorithm
+from .config import Config
+from .engine import ClientInput, RoundResult, SequentialEngine
+from .errors import ConfigError, FedkitError
+from .federation import Federation, Sent
+from .history import History
+from .runner import Run
+
+Tensors = dict[str, torch.Tensor]
+
+
+def run_flower(cfg: Config, *, cache=None, progress: bool = True, backend_config: dict | None = None) -> History:
+    """Train ``cfg`` through Flower's simulation engine (``cache`` and ``progress`` as in ``fedkit.run``)."""
+    run = Run(cfg, cache=cache, progress=progress)
+    if run.active:
+        _refuse(run.fed)  # before starting the simulation
+        failure: list[BaseException] = []
+        run_simulation(server_app=server_app(run, failure), client_app=client_app(cfg),
+                       num_supernodes=cfg.num_clients,
+                       backend_config=backend_config or {"client_resources": {"num_cpus": 1, "num_gpus": 0.0}})
+        if failure:
+            raise failure[0]
+        if run.active:
+            raise FedkitError(f"the Flower run of {cfg.algorithm} stopped after round {run.state.t} of {cfg.rounds}")
+    return run.finish()
+
+
+
+def server_app(run: Run | None = None, failure: list | None = None) -> ServerApp:
+    """A ServerApp that trains ``run``'s remaining rounds (None: the run of the run config's ``fedkit-config``,
+    saved under ``fedkit-out``); an exception is appended to ``failure`` when given (Flower would only log it)."""
+    app = ServerApp()
+
+    @app.main()
+    def main(grid: Grid, context: Context) -> None:
+        this = run or Run(_config(context))
+        try:
+            train_rounds(grid, this)
+        except BaseException as err:  # noqa: BLE001 - handed to the caller
+            if failure is None:
+                raise
+            failure.append(err)
+        if run is None:
+            out = Path(str(context.run_config.get("fedkit-out", "runs")))
+            this.finish().save(out / f"{this.cfg.algorithm}-{this.cfg.key()}")
+
+    return app
+
+
+def train_rounds(grid: Grid, run: Run) -> None:
+    """The rounds of ``run`` still to train, each client's local training on its SuperNode."""
+    _refuse(run.fed)
+    run.fed.engine_name = "flower"  # what the history's engine column says: the clients train on Flower
+    nodes = _partition_nodes(grid, run.cfg.num_clients)
+    while run.active:
+        sent = run.fed.send(run.state)
+        run.record(run.fed.receive(sent, _train(grid, sent, nodes)))
+
+
+def client_app(cfg: Config | None = None) -> ClientApp:
+    """A ClientApp for ``cfg`` (None: the run config's ``fedkit-config``): SuperNode ``partition-id`` = i trains
+    as client i."""
+    app = ClientApp()
+    built: dict[str, _Client] = {}  # per process: the client side of a config (data, partition, model)
+
+    @app.query()
+    def partition(msg: Message, context: Context) -> Message:
+        return Message(RecordDict({"node": MetricRecord({"partition": _partition_id(context)})}), reply_to=msg)
+
+    @app.train()
+    def train(msg: Message, context: Context) -> Message:
+        config = cfg or _config(context)
+        client = built.get(config.key()) or built.setdefault(config.key(), _Client(config))
+        return Message(client.train(msg.content, context, _partition_id(context)), reply_to=msg)
+
+    return app
+
+
+class _Client:
+    """The client side of a config: its Federation (data, partition, model and algorithm from the same seed) and a
+    sequential engine."""
+
+    def __init__(self, cfg: Config):
+        self.fed = fed = Federation(cfg)
+        self.engine = SequentialEngine(fed.fm, fed.algorithm, fed.task, fed.x_train, fed.y_train)
+        self.initial = fed.algorithm.client_init(fed.fm.flat())
+
+    def train(self, content: RecordDict, context: Context, i: int) -> RecordDict:
+        config = content["config"]
+        t, lr = int(config["t"]), float(config["lr"])
+        device = self.fed.device
+        w0 = _tensors(content["model"], device)["w"]
+        kept = _tensors(context.state["kept"], device) if "kept" in context.state else self.initial
+        plan = self.fed.plans(t, [i])[0]  # the minibatches of client i in round t, from their own stream
+        inputs = ClientInput(w0[None], _stacked(_tensors(content["message"], device)), _stacked(kept),
+                             torch.tensor([float(plan.steps)], device=device), lr, t)
+        result = self.engine.train(inputs, [plan], _stacked(_tensors(content["buffers"], device)))
+        if result.kept:
+            context.state["kept"] = ArrayRecord({k: v[0] for k, v in result.kept.items()})
+        return RecordDict({"uploads": _record({k: v[0] for k, v in result.uploads.items()}),
+                           "buffers": _record({k: v[0] for k, v in result.buffers.items()}),
+                           "metrics": MetricRecord({"train_loss": float(result.train_loss[0]),
+                                                    "seconds": result.seconds[0]})})
+
+
+def _train(grid: Grid, sent: Sent, nodes: dict[int, int]) -> RoundResult:
+    """Send the round's training clients their inputs, and stack their replies as the engines do."""
+    c, ids = sent.inputs, sent.trained_ids.tolist()
+    messages = []
+    for j, i in enumerate(ids):
+        content = RecordDict({"model": _record({"w": c.w0[j]}),
+                              "message": _record({k: v[j] for k, v in c.recv.items()}),
+                              "buffers": _record({k: v[j] for k, v in sent.buffers.items()}),
+                              "config": ConfigRecord({"t": c.t, "lr": c.lr})})
+        messages.append(Message(content, message_type="train", dst_node_id=nodes[i], group_id=str(c.t)))
+    replies = {r.metadata.src_node_id: r for r in grid.send_and_receive(messages)}
+    rows = []
+    for i in ids:
+        reply = replies.get(nodes[i])
+        if reply is None or reply.has_error():
+            reason = "no reply" if reply is None else reply.error.reason
+            raise FedkitError(f"client {i} failed in round {c.t} on Flower: {reason}")
+        rows.append(reply.content)
+    if not rows:
+        return RoundResult({}, {}, torch.zeros(0), [])
+    device = c.w0.device
+    stack = lambda name: {k: torch.stack([_tensors(r[name], device)[k] for r in rows])  # noqa: E731
+                          for k in _tensors(rows[0][name], device)}
+    return RoundResult(stack("uploads"), c.kept,  # kept stays on the clients: the server's copy is not used
+                       torch.tensor([r["metrics"]["train_loss"] for r in rows], device=device),
+                       [float(r["metrics"]["seconds"]) for r in rows], stack("buffers"))
+
+
+def _partition_nodes(grid: Grid, count: int, timeout: float = 300.0) -> dict[int, int]:
+    """{partition id: node id} of the ``count`` SuperNodes, once they have all connected."""
+    start = time.monotonic()
+    while len(nodes := list(grid.get_node_ids())) < count:
+        if time.monotonic() - start > timeout:
+            raise FedkitError(f"only {len(nodes)} of {count} SuperNodes connected within {timeout:.0f} s")
+        time.sleep(0.05)
+    asks = [Message(RecordDict(), message_type="query", dst_node_id=n) for n in nodes]
+    found = {int(r.content["node"]["partition"]): r.metadata.src_node_id for r in grid.send_and_receive(asks)}
+    if sorted(found) != list(range(count)):
+        raise FedkitError(f"the SuperNodes hold partitions {sorted(found)}, not 0..{count - 1}")
+    return found
+
+
+def _config(context: Context) -> Config:
+    """The Config named by the run config's ``fedkit-config`` (a YAML file of Config fields)."""
+    path = context.run_config.get("fedkit-config")
+    if not path:
+        raise ConfigError("the Flower run config has no 'fedkit-config' (the path of a fedkit YAML config)")
+    return Config(**yaml.safe_load(Path(str(path)).read_text()))
+
+
+def _partition_id(context: Context) -> int:
+    return int(context.node_config["partition-id"])
+
+
+def _refuse(fed: Federation) -> None:
+    """Algorithms the adapter cannot run yet, named."""
+    if type(fed.algorithm).client_models is not Algorithm.client_models:
+        raise ConfigError(f"algorithm {fed.cfg.algorithm!r} evaluates each client's own model on the server, "
+                          "which the Flower backend cannot yet (the clients keep their state)")
+
+
+def _record(tensors: Tensors) -> ArrayRecord:
+    return ArrayRecord({k: v.detach().cpu().contiguous() for k, v in tensors.items()})
+
+
+def _tensors(record: ArrayRecord, device: torch.device) -> Tensors:
+    return {k: v.to(device) for k, v in record.to_torch_state_dict().items()} if len(record) else {}
+
+
+def _stacked(tensors: Tensors) -> Tensors:
+    return {k: v[None] for k, v in tensors.items()}
+
+
+# for flwr run: both read the run config's fedkit-config
+serverapp = server_app()
+clientapp = client_app()

@@ -1,0 +1,32 @@
+"""fedkit on Flower's simulation engine (fedkit.flower): the same history as the sequential engine, each client's
+state kept in Flower's Context.state. Skipped where the flower extra is not installed (CI installs it)."""
+import pandas as pd
+import pytest
+import torch
+from test_run import client_results, digits_config, results
+
+from fedkit import ConfigError, run
+
+pytest.importorskip("flwr", reason="the flower extra is not installed (pip install -e '.[flower]')")
+from fedkit.flower import run_flower  # noqa: E402
+
+
+@pytest.mark.parametrize("algorithm,args", [("fedavg", {}), ("scaffold", {}), ("taco", {})])
+def test_flower_gives_the_sequential_engines_history(algorithm, args):
+    """5 SuperNodes, 3 sampled per round, 3 rounds: SCAFFOLD's c_i and TACO's per-client state live on the clients.
+    Equal to float tolerance, not bit for bit: the clients run in Ray workers with their own thread count (the
+    weights differed by at most 6e-8 in this session's runs)."""
+    cfg = digits_config(algorithm=algorithm, algorithm_args=args, num_clients=5, clients_per_round=3,
+                        engine="sequential")
+    alone = run(cfg, cache=False, progress=False)
+    flower = run_flower(cfg, cache=False, progress=False)
+    assert (flower.rounds["engine"][1:] == "flower").all()
+    pd.testing.assert_frame_equal(results(flower), results(alone), rtol=1e-5, atol=1e-6)
+    pd.testing.assert_frame_equal(client_results(flower), client_results(alone), rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(flower.weights, alone.weights, rtol=1e-5, atol=1e-6)
+
+
+def test_flower_refuses_an_algorithm_that_evaluates_the_clients_models_on_the_server():
+    cfg = digits_config(algorithm="fedbn", num_clients=5, clients_per_round=3)
+    with pytest.raises(ConfigError, match="algorithm 'fedbn' evaluates each client's own model on the server"):
+        run_flower(cfg, cache=False, progress=False)
