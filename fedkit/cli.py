@@ -172,6 +172,8 @@ def _run_parser(sub):
                    help="accuracies for the rounds-to-target table, e.g. '[0.5, 0.7]'")
     p.add_argument("--no-cache", action="store_true", help="retrain even if a cached result exists")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.add_argument("--backend", choices=("fedkit", "flower"), default="fedkit",
+                   help="fedkit's own engines, or Flower's simulation engine (the flower extra) (default: fedkit)")
 
 
 def configs(args) -> dict[str, Config]:
@@ -188,6 +190,11 @@ def _train(cfg: Config, args):
     """Train (or read from the cache) one run and save its History under --out."""
     from .runner import run
 
+    if args.backend == "flower":
+        try:
+            from .flower import run_flower as run
+        except ImportError as err:
+            raise FedkitError(f"--backend flower needs the flower extra (pip install -e '.[flower]'): {err}") from err
     history = run(cfg, cache=False if args.no_cache else None, progress=not args.quiet)
     history.save(args.out / f"{cfg.algorithm}-{cfg.key()}", fmt=args.format)
     return history

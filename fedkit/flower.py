@@ -34,14 +34,16 @@ from .engine import ClientInput, RoundResult, SequentialEngine
 from .errors import ConfigError, FedkitError
 from .federation import Federation, Sent
 from .history import History
-from .runner import Run
+from .runner import Run, default_cache
 
 Tensors = dict[str, torch.Tensor]
 
 
 def run_flower(cfg: Config, *, cache=None, progress: bool = True, backend_config: dict | None = None) -> History:
-    """Train ``cfg`` through Flower's simulation engine (``cache`` and ``progress`` as in ``fedkit.run``)."""
-    run = Run(cfg, cache=cache, progress=progress)
+    """Train ``cfg`` through Flower's simulation engine (``cache`` and ``progress`` as in ``fedkit.run``; the
+    default cache is the ``flower`` folder of fedkit's, so that a run of the built-in engines is not taken for
+    one on Flower)."""
+    run = Run(cfg, cache=_cache(cache), progress=progress)
     if run.active:
         _refuse(run.fed)  # before starting the simulation
         failure: list[BaseException] = []
@@ -63,7 +65,7 @@ def server_app(run: Run | None = None, failure: list | None = None) -> ServerApp
 
     @app.main()
     def main(grid: Grid, context: Context) -> None:
-        this = run or Run(_config(context))
+        this = run or Run(_config(context), cache=_cache(None))
         try:
             train_rounds(grid, this)
         except BaseException as err:  # noqa: BLE001 - handed to the caller
@@ -173,6 +175,10 @@ def _partition_nodes(grid: Grid, count: int, timeout: float = 300.0) -> dict[int
     if sorted(found) != list(range(count)):
         raise FedkitError(f"the SuperNodes hold partitions {sorted(found)}, not 0..{count - 1}")
     return found
+
+
+def _cache(cache):
+    return default_cache() / "flower" if cache in (None, True) else cache
 
 
 def _config(context: Context) -> Config:

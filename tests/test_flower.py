@@ -30,3 +30,18 @@ def test_flower_refuses_an_algorithm_that_evaluates_the_clients_models_on_the_se
     cfg = digits_config(algorithm="fedbn", num_clients=5, clients_per_round=3)
     with pytest.raises(ConfigError, match="algorithm 'fedbn' evaluates each client's own model on the server"):
         run_flower(cfg, cache=False, progress=False)
+
+
+def test_fedkit_run_backend_flower_saves_the_history(tmp_path):
+    from fedkit import History
+    from fedkit.cli import main
+
+    cfg = digits_config(num_clients=4, clients_per_round=2, rounds=2)
+    argv = ["run", "--backend", "flower", "--quiet", "--no-cache", "--out", str(tmp_path), "--dataset", "digits",
+            "--partition-args", "{phi: 0.3, min_size: 5}", "--num-clients", "4", "--clients-per-round", "2",
+            "--model", "mlp", "--model-args", "{hidden: [32]}", "--rounds", "2", "--local-steps", "4",
+            "--batch-size", "16", "--lr", "0.3", "--seed", "1"]
+    assert main(argv) == 0
+    saved = History.load(tmp_path / f"fedavg-{cfg.key()}")
+    assert list(saved.rounds["engine"][1:]) == ["flower", "flower"]
+    torch.testing.assert_close(saved.weights, run(cfg, cache=False, progress=False).weights, rtol=1e-5, atol=1e-6)
