@@ -1,5 +1,6 @@
 """Run a fedkit config on Flower (``pip install -e ".[flower]"``): the server side of every round (sampling, the
-broadcast and message, threats, aggregation, evaluation, cache and checkpoints) runs in a Flower ``ServerApp``;
+broadcast and message, threats, aggregation, evaluation, cache and checkpoints) is a Flower ``Strategy``
+(``FedkitStrategy``) started in a ``ServerApp``;
 each client's local training runs in a Flower ``ClientApp`` on its own SuperNode, with the algorithm's client hooks
 and the sequential engine. The algorithm files are not touched.
 
@@ -19,13 +20,17 @@ under ``fedkit-out`` (default ``runs``).
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
+from logging import INFO
 from pathlib import Path
 
 import torch
 import yaml
 from flwr.app import ArrayRecord, ConfigRecord, Context, Message, MetricRecord, RecordDict
 from flwr.clientapp import ClientApp
+from flwr.common import log
 from flwr.serverapp import Grid, ServerApp
+from flwr.serverapp.strategy import Strategy
 from flwr.simulation import run_simulation
 
 from .algorithms import Algorithm
@@ -59,15 +64,17 @@ def run_flower(cfg: Config, *, cache=None, progress: bool = True, backend_config
 
 
 def server_app(run: Run | None = None, failure: list | None = None) -> ServerApp:
-    """A ServerApp that trains ``run``'s remaining rounds (None: the run of the run config's ``fedkit-config``,
-    saved under ``fedkit-out``); an exception is appended to ``failure`` when given (Flower would only log it)."""
+    """A ServerApp that trains ``run``'s remaining rounds with ``FedkitStrategy`` (None: the run of the run
+    config's ``fedkit-config``, saved under ``fedkit-out``); an exception is appended to ``failure`` when given
+    (Flower would only log it)."""
     app = ServerApp()
 
     @app.main()
     def main(grid: Grid, context: Context) -> None:
         this = run or Run(_config(context), cache=_cache(None))
         try:
-            train_rounds(grid, this)
+            if this.active:  # not a finished run from the cache
+                FedkitStrategy(this).start(grid, _record({"w": this.state.w}), this.cfg.rounds - this.state.t)
         except BaseException as err:  # noqa: BLE001 - handed to the caller
             if failure is None:
                 raise
@@ -79,14 +86,51 @@ def server_app(run: Run | None = None, failure: list | None = None) -> ServerApp
     return app
 
 
-def train_rounds(grid: Grid, run: Run) -> None:
-    """The rounds of ``run`` still to train, each client's local training on its SuperNode."""
-    _refuse(run.fed)
-    run.fed.engine_name = "flower"  # what the history's engine column says: the clients train on Flower
-    nodes = _partition_nodes(grid, run.cfg.num_clients)
-    while run.active:
-        sent = run.fed.send(run.state)
-        run.record(run.fed.receive(sent, _train(grid, sent, nodes)))
+class FedkitStrategy(Strategy):
+    """A Flower strategy made of a fedkit run's server side: ``configure_train`` samples the round's clients and
+    sends them the broadcast model, the algorithm's message and their BatchNorm statistics; ``aggregate_train``
+    applies the threat and the algorithm's aggregation, evaluates and records the round (fedkit's History, cache
+    and checkpoints). Evaluation is the server's own (``configure_evaluate`` sends nothing); rounds after the run
+    has stopped (a target reached, divergence, no eligible client) send nothing."""
+
+    def __init__(self, run: Run):
+        _refuse(run.fed)
+        run.fed.engine_name = "flower"  # what the history's engine column says: the clients train on Flower
+        run.bar.set_description(f"{run.cfg.algorithm} (flower)")
+        self.run, self.nodes, self.sent = run, None, None
+
+    def configure_train(self, server_round: int, arrays: ArrayRecord, config: ConfigRecord, grid: Grid
+                        ) -> list[Message]:
+        if not self.run.active:
+            return []
+        self.nodes = self.nodes or _partition_nodes(grid, self.run.cfg.num_clients)
+        self.sent = sent = self.run.fed.send(self.run.state)
+        c = sent.inputs
+        return [Message(RecordDict({"model": _record({"w": c.w0[j]}),
+                                    "message": _record({k: v[j] for k, v in c.recv.items()}),
+                                    "buffers": _record({k: v[j] for k, v in sent.buffers.items()}),
+                                    "config": ConfigRecord({"t": c.t, "lr": c.lr})}),
+                        message_type="train", dst_node_id=self.nodes[i], group_id=str(c.t))
+                for j, i in enumerate(sent.trained_ids.tolist())]
+
+    def aggregate_train(self, server_round: int, replies: Iterable[Message]
+                        ) -> tuple[ArrayRecord | None, MetricRecord | None]:
+        if self.sent is None:
+            return None, None
+        sent, self.sent = self.sent, None
+        result = _result(sent, replies, self.nodes)
+        self.run.record(self.run.fed.receive(sent, result))
+        return _record({"w": self.run.state.w}), MetricRecord({"train_loss": self.run.round_rows[-1]["train_loss"]})
+
+    def configure_evaluate(self, server_round, arrays, config, grid) -> list[Message]:
+        return []
+
+    def aggregate_evaluate(self, server_round, replies) -> MetricRecord | None:
+        return None
+
+    def summary(self) -> None:
+        cfg = self.run.cfg
+        log(INFO, "fedkit %s on %s: %d clients, %d rounds", cfg.algorithm, cfg.dataset, cfg.num_clients, cfg.rounds)
 
 
 def client_app(cfg: Config | None = None) -> ClientApp:
@@ -135,20 +179,13 @@ class _Client:
                                                     "seconds": result.seconds[0]})})
 
 
-def _train(grid: Grid, sent: Sent, nodes: dict[int, int]) -> RoundResult:
-    """Send the round's training clients their inputs, and stack their replies as the engines do."""
+def _result(sent: Sent, replies: Iterable[Message], nodes: dict[int, int]) -> RoundResult:
+    """The training clients' replies stacked as the engines stack their results."""
     c, ids = sent.inputs, sent.trained_ids.tolist()
-    messages = []
-    for j, i in enumerate(ids):
-        content = RecordDict({"model": _record({"w": c.w0[j]}),
-                              "message": _record({k: v[j] for k, v in c.recv.items()}),
-                              "buffers": _record({k: v[j] for k, v in sent.buffers.items()}),
-                              "config": ConfigRecord({"t": c.t, "lr": c.lr})})
-        messages.append(Message(content, message_type="train", dst_node_id=nodes[i], group_id=str(c.t)))
-    replies = {r.metadata.src_node_id: r for r in grid.send_and_receive(messages)}
+    by_node = {r.metadata.src_node_id: r for r in replies}
     rows = []
     for i in ids:
-        reply = replies.get(nodes[i])
+        reply = by_node.get(nodes[i])
         if reply is None or reply.has_error():
             reason = "no reply" if reply is None else reply.error.reason
             raise FedkitError(f"client {i} failed in round {c.t} on Flower: {reason}")
