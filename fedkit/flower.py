@@ -1,8 +1,7 @@
 """Run a fedkit config on Flower (``pip install -e ".[flower]"``): the server side of every round (sampling, the
 broadcast and message, threats, aggregation, evaluation, cache and checkpoints) is a Flower ``Strategy``
-(``FedkitStrategy``) started in a ``ServerApp``;
-each client's local training runs in a Flower ``ClientApp`` on its own SuperNode, with the algorithm's client hooks
-and the sequential engine. The algorithm files are not touched.
+(``FedkitStrategy``) started in a ``ServerApp``; each client's local training runs in a Flower ``ClientApp`` on its
+own SuperNode, with the algorithm's client hooks and the sequential engine. The algorithm files are not touched.
 
 - The server sends a training client its model, the algorithm's message and its BatchNorm statistics as
   ``ArrayRecord``s, and the round and η_l as a ``ConfigRecord``; the client replies with its uploads.
@@ -62,7 +61,6 @@ def run_flower(cfg: Config, *, cache=None, progress: bool = True, backend_config
     return run.finish()
 
 
-
 def server_app(run: Run | None = None, failure: list | None = None) -> ServerApp:
     """A ServerApp that trains ``run``'s remaining rounds with ``FedkitStrategy`` (None: the run of the run
     config's ``fedkit-config``, saved under ``fedkit-out``); an exception is appended to ``failure`` when given
@@ -94,7 +92,7 @@ class FedkitStrategy(Strategy):
     has stopped (a target reached, divergence, no eligible client) send nothing."""
 
     def __init__(self, run: Run):
-        _refuse(run.fed)
+        _refuse(run.fed)  # a deployment reaches this without run_flower
         run.fed.engine_name = "flower"  # what the history's engine column says: the clients train on Flower
         run.bar.set_description(f"{run.cfg.algorithm} (flower)")
         self.run, self.nodes, self.sent = run, None, None
