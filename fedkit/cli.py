@@ -15,7 +15,7 @@ from pathlib import Path
 import yaml
 
 from .config import Config
-from .errors import FedkitError
+from .errors import ConfigError, FedkitError
 
 # One line per Config field for `fedkit run --help` (tests check that every field has one).
 HELP = {
@@ -94,6 +94,17 @@ def _config_file(text: str) -> dict:
         raise argparse.ArgumentTypeError(f"config file {text!r} must hold a mapping of config fields "
                                          f"(field: value lines), got a {type(values).__name__}")
     return values or {}
+
+
+def load_config(path: str | Path) -> Config:
+    """The Config of a YAML file of config fields, read as ``fedkit run --config`` reads it; a bad file or value
+    raises ConfigError naming it."""
+    try:
+        values = _config_file(str(path))
+    except argparse.ArgumentTypeError as e:
+        raise ConfigError(str(e)) from None
+    values.update({name: _number(values[name]) for name in FLOAT_FIELDS & values.keys()})
+    return Config.from_dict(values)
 
 
 def _number(value):

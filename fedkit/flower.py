@@ -24,7 +24,6 @@ from logging import INFO
 from pathlib import Path
 
 import torch
-import yaml
 from flwr.app import ArrayRecord, ConfigRecord, Context, Message, MetricRecord, RecordDict
 from flwr.clientapp import ClientApp
 from flwr.common import log
@@ -33,6 +32,7 @@ from flwr.serverapp.strategy import Strategy
 from flwr.simulation import run_simulation
 
 from .algorithms import Algorithm
+from .cli import load_config
 from .config import Config
 from .engine import ClientInput, RoundResult, SequentialEngine
 from .errors import ConfigError, FedkitError
@@ -221,7 +221,7 @@ def _config(context: Context) -> Config:
     path = context.run_config.get("fedkit-config")
     if not path:
         raise ConfigError("the Flower run config has no 'fedkit-config' (the path of a fedkit YAML config)")
-    return Config(**yaml.safe_load(Path(str(path)).read_text()))
+    return load_config(str(path))
 
 
 def _partition_id(context: Context) -> int:

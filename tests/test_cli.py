@@ -10,8 +10,8 @@ import pytest
 import yaml
 
 import fedkit.cli
-from fedkit import Config
-from fedkit.cli import FLOAT_FIELDS, HELP, configs, main, parser
+from fedkit import Config, ConfigError
+from fedkit.cli import FLOAT_FIELDS, HELP, configs, load_config, main, parser
 
 
 def run_configs(*argv: str) -> dict[str, Config]:
@@ -95,3 +95,15 @@ def test_list_names_every_registry_including_threats(capsys):
     assert main(["list"]) == 0
     assert {line.split(":")[0] for line in capsys.readouterr().out.splitlines()} == {
         "algorithms", "datasets", "models", "partitions", "optimizers", "threats"}
+
+
+def test_load_config_reads_a_file_as_fedkit_run_does(tmp_path):
+    """load_config (the Flower apps' fedkit-config): YAML 1.1's 1e-3 string is a number, a bad value is
+    refused with its name."""
+    (tmp_path / "c.yaml").write_text("dataset: digits\nlr: 1e-3\nnum_clients: 4\n")
+    assert load_config(tmp_path / "c.yaml") == Config(dataset="digits", lr=0.001, num_clients=4)
+    (tmp_path / "bad.yaml").write_text("lr: -1\n")
+    with pytest.raises(ConfigError, match="lr must be a finite number > 0, got -1"):
+        load_config(tmp_path / "bad.yaml")
+    with pytest.raises(ConfigError, match="cannot read config file"):
+        load_config(tmp_path / "missing.yaml")

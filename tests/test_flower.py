@@ -45,3 +45,4 @@ def test_fedkit_run_backend_flower_saves_the_history(tmp_path):
     saved = History.load(tmp_path / f"fedavg-{cfg.key()}")
     assert list(saved.rounds["engine"][1:]) == ["flower", "flower"]
     torch.testing.assert_close(saved.weights, run(cfg, cache=False, progress=False).weights, rtol=1e-5, atol=1e-6)
+
