@@ -34,7 +34,7 @@ from flwr.simulation import run_simulation
 from .algorithms import Algorithm
 from .cli import load_config
 from .config import Config
-from .engine import ClientInput, RoundResult, SequentialEngine
+from .engine import ClientInput, RoundResult
 from .errors import ConfigError, FedkitError
 from .federation import Federation, Sent
 from .history import History
@@ -155,8 +155,8 @@ class _Client:
     sequential engine."""
 
     def __init__(self, cfg: Config):
-        self.fed = fed = Federation(cfg)
-        self.engine = SequentialEngine(fed.fm, fed.algorithm, fed.task, fed.x_train, fed.y_train)
+        self.fed = fed = Federation(cfg.replace(engine="sequential", compile=False))
+        self.engine = fed.engine
         self.initial = fed.algorithm.client_init(fed.fm.flat())
 
     def train(self, content: RecordDict, context: Context, i: int) -> RecordDict:

@@ -73,9 +73,11 @@ class FlatModel:
             return vmap(lambda v, u: self.features(v, u, {}))(w, x)
         return vmap(lambda v, u: self(v, u, {}))(w, x), None
 
-    def _chain(self, params, x):
+    def _chain(self, params, x, tape: list | None = None):
         """The chain's forward for n models. Convolutions run as one convolution of n groups over the clients'
-        channels side by side, [B, n·C, H, W] in channels-last memory (the fastest layout on a CPU, measured)."""
+        channels side by side, [B, n·C, H, W] in channels-last memory (the fastest layout on a CPU, measured).
+        ``tape`` (a dense chain) collects what ``chain_gradient``'s backward needs: per Linear its 3-d input and
+        weight, per Flatten its input shape, per activation its output."""
         h, features, n = x, None, len(x)
         grouped = False  # whether h is [B, n·C, H, W] rather than [n, B, ...]
         for op, arg in self.chain:
@@ -100,14 +102,20 @@ class FlatModel:
                     features = h
                 lead = h.shape[1:-1]
                 h3 = h.reshape(n, -1, h.shape[-1])
-                weight_t = params[weight].view(n, *self.shapes[weight]).transpose(1, 2)
-                h3 = torch.bmm(h3, weight_t) if bias is None else torch.baddbmm(params[bias].unsqueeze(1), h3,
-                                                                                 weight_t)
-                h = h3.view(n, *lead, h3.shape[-1])
+                weight_m = params[weight].view(n, *self.shapes[weight])
+                if tape is not None:
+                    tape.append((op, arg, h3, weight_m))
+                out = (torch.bmm(h3, weight_m.transpose(1, 2)) if bias is None else
+                       torch.baddbmm(params[bias].unsqueeze(1), h3, weight_m.transpose(1, 2)))
+                h = out.view(n, *lead, out.shape[-1])
             elif op == "flatten":
+                if tape is not None:
+                    tape.append((op, arg, h.shape, None))
                 h = h.flatten(arg.start_dim + 1, arg.end_dim if arg.end_dim < 0 else arg.end_dim + 1)
             else:
                 h = arg(h)
+                if tape is not None:
+                    tape.append((op, arg, h, None))
         if grouped:
             h = h.unflatten(1, (n, -1)).transpose(0, 1)
         return h, features
@@ -120,22 +128,8 @@ def chain_gradient(fm: FlatModel, w: torch.Tensor, x: torch.Tensor, y: torch.Ten
     same numbers as autograd with a third of its per-step overhead on small models."""
     params = w.split(fm.numels, dim=1)
     n, b = mask.shape
-    h, tape = x, []
-    for op, arg in fm.chain:  # the forward, keeping what the backward needs
-        if op == "linear":
-            weight, bias, _, _ = arg
-            h3 = h.reshape(n, -1, h.shape[-1])
-            weight_m = params[weight].view(n, *fm.shapes[weight])
-            tape.append((op, arg, h3, weight_m))
-            out = (torch.bmm(h3, weight_m.transpose(1, 2)) if bias is None else
-                   torch.baddbmm(params[bias].unsqueeze(1), h3, weight_m.transpose(1, 2)))
-            h = out.view(n, *h.shape[1:-1], out.shape[-1])
-        elif op == "flatten":
-            tape.append((op, arg, h.shape, None))
-            h = h.flatten(arg.start_dim + 1, arg.end_dim if arg.end_dim < 0 else arg.end_dim + 1)
-        else:
-            h = arg(h)
-            tape.append((op, arg, h, None))
+    tape = []
+    h, _ = fm._chain(params, x, tape)  # the forward, keeping what the backward needs
     log_p = torch.log_softmax(h.view(n, b, -1), dim=2)
     scale = (mask / mask.sum(1, keepdim=True).clamp_min(1)).unsqueeze(2)  # d(mean over real rows)/d(row)
     picked = log_p.gather(2, y.view(n, b, 1))
