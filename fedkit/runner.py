@@ -26,6 +26,12 @@ from .federation import Federation, FedState, Round
 from .history import History, replacing
 
 LINK_UNIT = 2**20  # bit/s per "Mbit/s" of the simulated link (algorithms-seed §3.6)
+SEEN: dict[str, Config] = {}  # every config run (trained or read from the cache) in this process, by key
+
+
+def seen_configs() -> dict[str, Config]:
+    """The configs this process has run so far, by key (a figure's provenance records them)."""
+    return dict(SEEN)
 
 
 def default_cache() -> Path:
@@ -52,6 +58,7 @@ class Run:
 
     def __init__(self, cfg: Config, *, cache=None, progress: bool = True, callbacks=()):
         self.cfg, self.callbacks, self.history = cfg, callbacks, None
+        SEEN[cfg.key()] = cfg
         self.run_dir = None if cache is False else Path(default_cache() if cache in (None, True) else cache) / cfg.key()
         if self.run_dir is not None and (self.run_dir / "meta.json").exists():
             try:
