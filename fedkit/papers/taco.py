@@ -121,3 +121,127 @@ def target(dataset: str, scale: str, fedavg_final: float) -> float:
     if scale == "paper":
         return TARGETS[dataset]
     return float(np.floor(95 * fedavg_final) / 100)
+
+
+# ---- the runs of each notebook (notebooks/taco/), listed without running it: the plan and the tests read them
+TOY = {"centers": [[2.0, 0.0], [-1.0, 3.0], [0.5, -2.0], [-3.0, -1.0]],
+       "curvatures": [[[2.0, 0.3], [0.3, 0.5]], [[0.4, 0.0], [0.0, 1.5]], [[1.0, -0.4], [-0.4, 1.2]],
+                      [[0.3, 0.1], [0.1, 0.2]]]}
+NOTES = {  # what a notebook computes besides its runs (not in the plan's minutes)
+    "adult_paper_settings": "plus eq. 7 traces (Federation, a few rounds) and the partition's label camps",
+    "fig1_fig3_toy": "plus eq. 7's factors of one toy run (Federation)",
+    "table1_compute_time": "timing runs on the sequential engine, never cached: they rerun every time",
+}
+
+
+def runs(notebook: str, scale: str, seed: int = 0, device: str = "cpu") -> dict[str, Config]:
+    """Every config notebook ``notebook`` (its file name without .ipynb) runs at ``scale`` with its default parameters
+    and ``seed``, by label. A label ending in '?' is run only where an earlier result calls for it (TACO with
+    detection off, where TACO expelled a benign client)."""
+    def cfg(dataset, method="TACO", **changes):
+        return config(dataset, scale, method, seed=seed, device=device, **changes)
+
+    def table5(datasets):
+        out = {f"{d}/{m}": cfg(d, m) for d in datasets for m in METHODS}
+        return out | {f"{d}/TACO, detection off?": cfg(d, algorithm_args={"detect": False}) for d in datasets}
+
+    if notebook == "adult_paper_settings":
+        seeds = {"ci": [0, 1], "small": [0, 1, 2], "paper": [0, 1, 2, 3, 4]}[scale]
+        base = (lambda m, **c: config("adult", "ci", m, engine="vectorized", device=device, rounds=6, **c)) \
+            if scale == "ci" else (lambda m, **c: config("adult", "paper", m, engine="vectorized", device=device, **c))
+        many, off, iid = (20 if scale == "ci" else 100), {"detect": False}, dict(partition="iid", partition_args={})
+        labels = {"FedAvg": base("FedAvg"), "FedACG": base("FedACG"), "TACO": base("TACO"),
+                  "TACO, detection off": base("TACO", algorithm_args=off),
+                  "TACO, uniform agg.": base("TACO", algorithm_args={"tailored_aggregation": False}),
+                  "FedAvg, IID": base("FedAvg", **iid), "TACO, IID": base("TACO", **iid),
+                  f"TACO, N={many}": base("TACO", num_clients=many)}
+        if scale != "small":
+            labels[f"TACO, N={many}, detection off"] = base("TACO", num_clients=many, algorithm_args=off)
+        probe = labels["FedAvg"].replace(rounds=3)
+        out = {f"engine probe/{e}": probe.replace(engine=e) for e in ("vectorized", "sequential")}
+        return out | {f"{label}/seed {s}": c.replace(seed=s) for label, c in labels.items()
+                      for s in ([seed] if scale == "small" and label == "FedAvg, IID" else seeds)}
+    if notebook == "fig1_fig3_toy":
+        rounds = {"ci": 15, "small": 40, "paper": 100}[scale]
+        return {f"{correction} correction/γ={gamma}": Config(
+            dataset="quadratic", dataset_args=TOY, partition="natural", partition_args={}, num_clients=4,
+            model="quadratic", model_args={"init": [3.0, 3.0]}, algorithm="taco",
+            algorithm_args={"gamma": gamma, "correction": correction, "detect": False, "tailored_aggregation": False},
+            rounds=rounds, local_steps=10, batch_size=8, lr=0.1, seed=seed, device=device)
+            for correction in ("uniform", "tailored") for gamma in (0.0, 0.5, 1.0, 1.5, 2.0, 2.5)}
+    if notebook == "fig6_tailored_baselines":
+        out = {}
+        for d in ("fmnist", "svhn"):
+            for m in ("FedProx", "Scaffold"):
+                plain = out[f"{d}/{m}"] = cfg(d, m)
+                out[f"{d}/{m}-TACO"] = plain.replace(algorithm="tailored",
+                                                     algorithm_args={"base": plain.algorithm, **plain.algorithm_args})
+        return out
+    if notebook == "fig7_gamma_sensitivity":
+        out = {}
+        for d in ("mnist", "fmnist", "cifar10"):
+            for gamma in (0.0, 0.001, 0.01, 0.1, 1.0):
+                c = cfg(d, algorithm_args={"gamma": gamma, "detect": False})
+                out[f"{d}/γ={gamma}"] = c.replace(eval_every=c.rounds)
+        base = cfg("mnist", algorithm_args={"detect": False})
+        long = {"ci": 2 * base.rounds, "small": 100, "paper": 3 * base.rounds}[scale]
+        for gamma in (0.0, 1 / base.local_steps, 1.0):
+            out[f"mnist, {long} rounds/γ={gamma:g}"] = base.replace(
+                rounds=long, eval_every=max(1, base.rounds // 3), algorithm_args={"gamma": gamma, "detect": False})
+        return out
+    if notebook == "table1_compute_time":
+        rounds = {"ci": 3, "small": 6, "paper": 10}[scale]
+        out = {}
+        for d in ("fmnist", "svhn"):
+            out[f"{d}/warm-up"] = cfg(d, "FedAvg", engine="sequential", rounds=1)
+            out |= {f"{d}/{m}": cfg(d, m, engine="sequential", rounds=rounds)
+                    for m in ("FedAvg", "FedProx", "Scaffold", "STEM", "FedACG", "TACO")}
+        return out
+    if notebook == "table2_alpha_groups":
+        seeds = range(seed, seed + (2 if scale == "ci" else 3))
+        return {f"{d}/seed {s}": cfg(d, algorithm_args={"detect": False}, threat="freeloaders",
+                                     threat_args={"fraction": 0.4}).replace(seed=s)
+                for d in ("mnist", "fmnist", "svhn", "cifar10") for s in seeds}
+    if notebook == "table5_fig2_fig4_fig5_label_groups":
+        out = table5(["fmnist", "svhn", "cifar10"])
+        grids = {"FedProx": ("mu", [0.001, 0.01, 0.1]), "FedACG": ("beta", [0.001, 0.01, 0.1]),
+                 "STEM": ("a", [0.05, 0.1, 0.2])}
+        if scale != "small":  # Fig. 2's grids
+            for d in ("fmnist", "svhn"):
+                for m, (option, values) in grids.items():
+                    base = cfg(d, m)
+                    out |= {f"{d}/{m}, {option}={v}": base.replace(algorithm_args={**base.algorithm_args, option: v})
+                            for v in values}
+        return out
+    if notebook == "table5_fig4_fig5_shakespeare":
+        return table5(["shakespeare"])
+    if notebook == "table5_fig4_fig5_table3_dirichlet":
+        return table5(["adult", "cifar100"])
+    if notebook == "table6_ablation":
+        out = {}
+        for d, phi in (("femnist", 0.2), ("femnist", 0.5), ("adult", 0.1), ("adult", 0.5)):
+            base = cfg(d)
+            split = {**base.partition_args, "phi": phi} if base.partition == "dirichlet" else base.partition_args
+            if base.dataset == "adult" and phi < 0.5:
+                split = {**split, "min_size": 5}
+            for correction in (False, True):
+                for aggregation in (False, True):
+                    out[f"{d} Dir({phi})/corr {correction}, agg {aggregation}"] = base.replace(
+                        partition_args=split, algorithm_args={"correction": "tailored" if correction else "none",
+                                                              "tailored_aggregation": aggregation, "detect": False})
+            out[f"{d} Dir({phi})/FedAvg"] = base.replace(partition_args=split, algorithm="fedavg",
+                                                         algorithm_args={"weighting": "uniform"})
+        return out
+    if notebook == "table7_scalability":
+        variants = {**{m: (m, {}) for m in METHODS},
+                    "TACO, detection off": ("TACO", {"algorithm_args": {"detect": False}})}
+        return {f"{d}/{label}": scalability_config(d, scale, m, seed=seed, device=device, **changes)
+                for d in ("adult", "femnist", "cifar100") for label, (m, changes) in variants.items()}
+    if notebook == "table8_freeloader_detection":
+        kappas, divisors = ([0.6, 1.0], {"T/5": 5}) if scale == "ci" else \
+            ([0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0], {"T/10": 10, "T/5": 5, "T/2": 2})
+        base = cfg("fmnist", threat="freeloaders", threat_args={"fraction": 0.4})
+        return {f"λ={name}/κ={kappa}": base.replace(algorithm_args={"kappa": kappa, "lam": -(-base.rounds // d)},
+                                                    eval_every=base.rounds)
+                for name, d in divisors.items() for kappa in kappas}
+    raise ValueError(f"unknown TACO notebook {notebook!r}; the notebooks are notebooks/taco/*.ipynb")

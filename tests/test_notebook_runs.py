@@ -1,0 +1,37 @@
+"""Each paper module's ``runs`` lists exactly the configs its notebook runs: the notebook is executed at ci scale and
+the keys of the configs it ran (fedkit.runner.SEEN, read from its kernel) are compared with the listing."""
+import importlib
+import os
+from pathlib import Path
+
+import pytest
+
+from conftest import needed_data
+
+NOTEBOOKS = sorted(p for p in (Path(__file__).parents[1] / "notebooks").glob("*/*.ipynb") if p.parent.name != "teaching")
+
+
+def ran_at_ci(notebook: Path) -> set[str]:
+    """The keys of the configs ``notebook`` ran at ci scale, from a cell appended to it."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(notebook, 4)
+    nb.cells.append(nbformat.v4.new_code_cell("from fedkit.runner import seen_configs\n"
+                                              "print('SEEN', *sorted(seen_configs()))"))
+    NotebookClient(nb, timeout=900, resources={"metadata": {"path": str(notebook.parent)}}).execute()
+    text = "".join(out.get("text", "") for out in nb.cells[-1].outputs)
+    return set(text.split()[1:])
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_listed_runs_are_the_notebooks_runs_at_ci(notebook):
+    missing = [d for d in needed_data(notebook) if not (Path(os.environ.get("FEDKIT_DATA", "/nonexistent")) / d).is_dir()]
+    if missing:
+        pytest.skip(f"{notebook.name} needs {', '.join(missing)} under $FEDKIT_DATA")
+    listed = importlib.import_module(f"fedkit.papers.{notebook.parent.name}").runs(notebook.stem, "ci")
+    every = {cfg.key(): label for label, cfg in listed.items()}
+    certain = {cfg.key(): label for label, cfg in listed.items() if not label.endswith("?")}
+    ran = ran_at_ci(notebook)
+    assert not set(certain) - ran, f"listed but not run: {[certain[k] for k in set(certain) - ran]}"
+    assert not ran - set(every), f"run but not listed: {len(ran - set(every))} configs"
