@@ -245,10 +245,25 @@ def cmd_list(args) -> int:
 def cmd_figures(args) -> int:
     from .figures import print_summary, run_notebooks
 
+    if args.plan:
+        return cmd_plan(args)
     results = run_notebooks(args.notebooks, scale=args.scale, seed=args.seed, device=args.device, jobs=args.jobs,
                             params=dict(args.param))
     print_summary(results)
     return 1 if any(r.error for r in results) else 0
+
+
+def cmd_plan(args) -> int:
+    import time
+
+    from .plan import make_plan, print_plan
+
+    if args.param:
+        raise ConfigError("--plan lists the notebooks' runs with their default parameters; drop -p/--param")
+    start = time.perf_counter()
+    plans, planner = make_plan(args.notebooks, args.scale, seed=args.seed, device=args.device)
+    print_plan(plans, planner, args.scale, time.perf_counter() - start)
+    return 0
 
 
 def parser() -> argparse.ArgumentParser:
@@ -270,6 +285,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("-p", "--param", type=_notebook_parameter, action="append", default=[], metavar="NAME=VALUE",
                    help="a further notebook parameter, its value read as YAML (repeatable), "
                         "e.g. -p stand_in=fashion_mnist")
+    p.add_argument("--plan", action="store_true",
+                   help="run nothing: print each notebook's runs, seeds, rounds, data (present or missing), engine "
+                        "and the device minutes predicted from measured local steps")
     return top
 
 

@@ -133,3 +133,42 @@ def label(figure: str, scale: str, stand_in: str | None = None) -> str:
         return ("MNIST 60k/10k, FC-500 (stands in for EMNIST-balanced)" if data == "emnist"
                 else "CIFAR-10 4k/1k subset, NIID-Bench CNN (2 conv + 3 FC)")
     return f"ci: mnist_5k, {DATA['ci'][data]['model']}"
+
+
+# ---- the runs of each notebook (notebooks/drag/), listed without running it: the plan and the tests read them
+NOTES = {  # what a notebook computes besides its runs (not in the plan's minutes)
+    "fig1_fig2_vector_manipulation": "2-D vectors by hand: no runs, seconds on any device",
+    "fig3_emnist_client_drift": "runs stop at the target: the plan's minutes are for the round cap",
+    "fig4_cifar10_client_drift": "runs stop at the target: the plan's minutes are for the round cap",
+}
+
+
+def runs(notebook: str, scale: str, seed: int = 0, device: str = "cpu") -> dict[str, Config]:
+    """Every config notebook ``notebook`` (its file name without .ipynb) runs at ``scale`` with its default parameters
+    and ``seed``, by label."""
+    def seeded(configs: dict[str, Config], n: int) -> dict[str, Config]:
+        return {f"{label}/seed {s}": c.replace(seed=s) for label, c in configs.items() for s in range(seed, seed + n)}
+
+    def cfg(figure, method, **changes):
+        return config(figure, scale, method, seed=seed, device=device, **changes)
+
+    if notebook == "fig1_fig2_vector_manipulation":
+        return {}
+    if notebook in ("fig3_emnist_client_drift", "fig4_cifar10_client_drift"):
+        panels = ["fig3a", "fig3b"] if notebook.startswith("fig3") else ["fig4a", "fig4b"]
+        n = {"ci": 1, "small": 2 if panels[0] == "fig3a" else 1, "paper": 3}[scale]
+        stop = target(panels[0], scale)
+        listed = {f"{fig}/{m}": cfg(fig, m, stop_accuracy=stop) for fig in panels for m in DRIFT_METHODS}
+        if panels[0] == "fig3a":  # the adaptive-λ ablation
+            listed |= {f"{fig}/DRAG, λ ≡ c": cfg(fig, "DRAG", stop_accuracy=stop, algorithm_args={"adaptive": False})
+                       for fig in panels}
+        return seeded(listed, n)
+    if notebook in ("figs5_6_byzantine_cifar10", "figs7_8_byzantine_emnist"):
+        panels = ["fig5", "fig6"] if notebook.startswith("figs5") else ["fig7", "fig8"]
+        n = {"ci": 1, "small": 2, "paper": 3}[scale]
+        sweep = [c for c in ([] if scale == "ci" else C_SWEEP) if c != ROBUST_C]
+        listed = {f"{fig}/{m}": cfg(fig, m) for fig in panels for m in BYZANTINE_METHODS}
+        listed |= {f"{fig}/FedAvg, no attack": cfg(fig, "FedAvg", threat=None, threat_args={}) for fig in panels}
+        out = seeded(listed, n)
+        return out | {f"{fig}/DRAG c={c:g}": cfg(fig, "DRAG", algorithm_args={"c": c}) for fig in panels for c in sweep}
+    raise ValueError(f"unknown DRAG notebook {notebook!r}; the notebooks are notebooks/drag/*.ipynb")

@@ -208,3 +208,85 @@ def config(dataset: str, scale: str, method: str = "FAdamGC", seed: int = 0, dev
     if not language and "step_seconds" not in changes:
         values.update(clock(values["model"], SHAPES[values["dataset"]], CLASSES.get(values["dataset"], 10)))
     return Config(**values, algorithm_args=args)
+
+
+# ---- the runs of each notebook (notebooks/fadamgc/), listed without running it: the plan and the tests read them
+NOTES = {  # what a notebook computes besides its runs (not in the plan's minutes)
+    "appendix_h_learning_rates": "its grid runs at small scale (60 rounds), whatever the scale",
+    "fig1_correction_placement": "a 2-parameter toy (Federation): no runs, seconds on any device",
+    "mechanism_stale_corrections": "at small scale whatever the scale; plus traces of its 3 runs (Federation)",
+    "table3_special_case": "plus 5 traced rounds per data set and variant (Federation)",
+}
+
+
+def runs(notebook: str, scale: str, seed: int = 0, device: str = "cpu") -> dict[str, Config]:
+    """Every config notebook ``notebook`` (its file name without .ipynb) runs at ``scale`` with its default parameters
+    and ``seed``, by label."""
+    def cfg(dataset, method, at=scale, **changes):
+        return config(dataset, at, method, seed=seed, device=device, **changes)
+
+    def seeded(configs: dict[str, Config], n: int) -> dict[str, Config]:
+        return {f"{label}/seed {s}": c.replace(seed=s) for label, c in configs.items() for s in range(seed, seed + n)}
+
+    image = "cifar10" if scale == "paper" else "fmnist"
+    small_grid = "ci" if scale == "ci" else "small"  # the learning-rate grid and the mechanism run below paper scale
+    grid_rounds = 3 if scale == "ci" else 60
+    if notebook == "appendix_h_learning_rates":
+        out = {}
+        for m, (_, _, optimizer) in METHODS.items():
+            pairs = [(0.03, s) for s in GRID["server"]] if m in ("FedAdam", "FedAMS") else \
+                [(lr, 1.0) for lr in GRID[optimizer]]
+            out |= {f"{m}/η_l={lr}, η_g={g}": cfg("fmnist", m, small_grid, lr=lr, server_lr=g, rounds=grid_rounds)
+                    for lr, g in pairs}
+        return out
+    if notebook == "fig1_correction_placement":
+        return {}
+    if notebook == "fig3_heterogeneity":
+        n = {"ci": 1, "small": 2, "paper": 4}[scale]
+        base = COMMON["partition_args"]["phi"]
+        return seeded({f"α={a}/{m}": cfg(image, m, **({} if a == base else {"partition_args": {"phi": a}}))
+                       for a in (0.1, 0.2, 0.5, 1.0) for m in ("LocalAdam", "FA-NT", "FAdamGC")}, n)
+    if notebook == "fig4_tracking_subset":
+        s = {"paper": 50, "small": 20, "ci": 4}[scale]
+        taus = {"paper": [1, 5, 10, 25, 50], "small": [1, 2, 5, 10, 20], "ci": [1, 2, 4]}[scale]
+        listed = {"LocalAdam": cfg(image, "LocalAdam", clients_per_round=s)}
+        listed |= {f"τ={tau}/{m}": cfg(image, m, clients_per_round=s, algorithm_args={"tracked": tau})
+                   for tau in taus for m in TRACKING}
+        return seeded(listed, 4 if scale == "paper" else 1)
+    if notebook == "figs5_8_sampling_rate":
+        datasets = {"ci": ["cifar10"], "small": ["cifar10"], "paper": ["cifar100", "cifar10"]}[scale]
+        rates = {"ci": [0.1, 0.25], "small": [0.05, 0.1, 0.2], "paper": [0.05, 0.1, 0.2]}[scale]
+        steps = {"ci": [2, 5], "small": [10, 20], "paper": [20, 50]}[scale]
+        listed = {}
+        for d in datasets:
+            base = cfg(d, "FAdamGC")
+            for k in steps:
+                for rate in rates:
+                    s = max(1, round(rate * base.num_clients))
+                    changes = {**({"clients_per_round": s} if s != base.clients_per_round else {}),
+                               **({"local_steps": k} if k != base.local_steps else {})}
+                    listed |= {f"{d}, K={k}, rate {rate}/{m}": cfg(d, m, **changes)
+                               for m in ("LocalAdam", "FA-NT", "FAdamGC")}
+        return seeded(listed, 4 if scale == "paper" else 1)
+    if notebook == "mechanism_stale_corrections":
+        out = {f"η_l={lr}": cfg("fmnist", "FAdamGC", small_grid, lr=lr, rounds=grid_rounds)
+               for lr in (3e-4, 1e-3, 3e-3)}
+        staleness = {"full": dict(num_clients=20, clients_per_round=20, algorithm_args={"tracked": 20}),
+                     "partial": dict(num_clients=20, clients_per_round=4, algorithm_args={"tracked": 2})}
+        for setting, changes in staleness.items():
+            for m in ("LocalAdam", "FAdamGC"):
+                mine = {k: v for k, v in changes.items() if m == "FAdamGC" or k != "algorithm_args"}
+                out[f"{setting}/{m}"] = cfg("fmnist", m, small_grid, lr=1e-3, rounds=grid_rounds, **mine)
+        return out
+    if notebook in ("table2_fig2_methods", "table2_language"):
+        datasets = list(LANGUAGE[scale]) if notebook == "table2_language" else \
+            {"ci": ["fmnist"], "small": ["fmnist", "cifar10"], "paper": ["cifar10", "cifar100", "tinyimagenet"]}[scale]
+        return seeded({f"{d}/{m}": cfg(d, m) for d in datasets for m in METHODS},
+                      {"ci": 1, "small": 2, "paper": 4}[scale])
+    if notebook == "table3_special_case":
+        datasets = {"ci": ["fmnist"], "small": ["fmnist", "cifar10"], "paper": ["cifar10", "cifar100", "tinyimagenet"]}
+        variants = {"LocalAdam": ("LocalAdam", False), "FA-NT*": ("FA-NT", True), "FAdamGC*": ("FAdamGC", True),
+                    "FA-NT": ("FA-NT", False), "FAdamGC": ("FAdamGC", False)}
+        return seeded({f"{d}/{v}": cfg(d, m, special=special) for d in datasets[scale]
+                       for v, (m, special) in variants.items()}, {"ci": 1, "small": 2, "paper": 4}[scale])
+    raise ValueError(f"unknown FAdamGC notebook {notebook!r}; the notebooks are notebooks/fadamgc/*.ipynb")

@@ -11,9 +11,14 @@ since torchvision's ImageNet weights cannot be downloaded here — labelled on e
 """
 from __future__ import annotations
 
+import inspect
+import math
+
 import pandas as pd
 
 from ..config import Config
+from ..engine import FlatModel
+from ..models.registry import build_model
 
 COMMON = dict(num_clients=100, clients_per_round=10, partition="feddual_dirichlet", partition_args={"alpha": 0.01},
               local_steps=None, local_epochs=3, batch_size=32, lr=1e-3, optimizer="adam",
@@ -99,3 +104,65 @@ def config(dataset: str, scale: str, method: str = "FedDUAL", seed: int = 0, dev
     values.update(changes)
     return Config(**values)
 
+
+
+# ---- the runs of each notebook (notebooks/feddual/), listed without running it: the plan and the tests read them
+NOTES = {  # what a notebook computes besides its runs (not in the plan's minutes)
+    "fig1_fig7_loss_landscapes": "plus 3 loss surfaces (a 51 × 51 grid on 5,000 training samples each at paper)",
+    "fig2_fig6_gradient_norms": "plus per-client gradient norms at 10 snapshots of each run",
+    "fig13_fig14_heterogeneity": "plus one partition per α (Federation)",
+}
+
+
+def runs(notebook: str, scale: str, seed: int = 0, device: str = "cpu") -> dict[str, Config]:
+    """Every config notebook ``notebook`` (its file name without .ipynb) runs at ``scale`` with its default parameters
+    and ``seed``, by label."""
+    from ..algorithms import ALGORITHMS
+
+    def cfg(dataset, method="FedDUAL", **changes):
+        return config(dataset, scale, method, seed=seed, device=device, **changes)
+
+    def feddual(**args):  # only the options that differ from the algorithm's defaults, as the notebooks do
+        defaults = {k: p.default for k, p in inspect.signature(ALGORITHMS["feddual"]).parameters.items()}
+        return cfg("fmnist", algorithm_args={k: v for k, v in args.items() if v != defaults[k]})
+
+    datasets = {"ci": ["fmnist"], "small": ["fmnist", "cifar10"], "paper": ["fmnist", "cifar10", "cifar100"]}[scale]
+    seeds = [seed, seed + 1, seed + 2] if scale == "paper" else [seed]
+    if notebook == "fig13_fig14_heterogeneity":
+        alphas = {"ci": [0.1, 1.0], "small": [0.01, 0.1, 1.0], "paper": [0.01, 0.05, 0.1, 0.5, 1.0]}[scale]
+        methods = list(METHODS) if scale == "paper" else ["FedAvg", "FedProx", "FedDUAL"]
+        return {f"α={a}/{m}": cfg("fmnist", m, partition_args={"alpha": a}) for a in alphas for m in methods}
+    if notebook == "fig1_fig7_loss_landscapes":
+        return {"FedAvg, IID": cfg("fmnist", "FedAvg", partition="iid", partition_args={}),
+                "FedAvg, non-IID": cfg("fmnist", "FedAvg"), "FedDUAL, non-IID": cfg("fmnist")}
+    if notebook == "fig2_fig6_gradient_norms":
+        out = {}
+        for d in ("fmnist", "cifar10"):
+            for name, changes in {"IID": {"partition": "iid", "partition_args": {}}, "non-IID": {}}.items():
+                c = cfg(d, "FedAvg", **changes)
+                out[f"{d}/{name}"] = c.replace(snapshots=math.ceil(c.rounds / 10))
+        return out
+    if notebook == "fig5_layer_sets":
+        layout = FlatModel(build_model(feddual().model, (1, 28, 28), 10)).layout
+        sets = {"output bias": [t.name for t in layout.select("output") if t.name.endswith(".bias")],
+                "output layer": "output", "last two layers": "last:2", "all tensors": "all"}
+        return {"FedAvg": cfg("fmnist", "FedAvg")} | {name: feddual(dynamic=spec) for name, spec in sets.items()}
+    if notebook == "fig9_fig12_eps_iterations":
+        eps = {"ci": [1e-5, 1e-2], "small": [1e-5, 1e-4, 1e-3, 1e-2], "paper": [1e-6, 1e-5, 1e-4, 1e-3, 1e-2]}[scale]
+        iterations = {"ci": [50, 150], "small": [50, 150, 500], "paper": [50, 100, 150, 200, 500, 1000]}[scale]
+        return {f"ε={e:g}": feddual(eps=e) for e in eps} | {f"{i} iterations": feddual(iterations=i)
+                                                            for i in iterations}
+    if notebook == "table1_fig3_fig4_methods":
+        out = {f"{d}/{m}/seed {s}": config(d, scale, m, seed=s, device=device)
+               for d in datasets for m in METHODS for s in seeds}
+        return out | {f"headline/{m}/seed {s}": config("fmnist", scale, m, seed=s, device=device)
+                      for m in ("FedAvg", "FedDUAL") for s in (seed, seed + 1, seed + 2)}
+    if notebook == "table2_fig8_ablation":
+        out = {f"{d}/{m}/seed {s}": config(d, scale, m, seed=s, device=device)
+               for d in datasets for m in ABLATION for s in seeds}
+        out["fmnist/free-support barycenter"] = cfg("fmnist", algorithm_args={"barycenter": "free_support"})
+        for d in datasets:
+            out[f"{d}/neither"] = cfg(d, algorithm_args={"adaptive_loss": False, "dynamic_aggregation": False})
+            out[f"{d}/FedAvg"] = cfg(d, "FedAvg")
+        return out
+    raise ValueError(f"unknown FedDUAL notebook {notebook!r}; the notebooks are notebooks/feddual/*.ipynb")

@@ -1,0 +1,198 @@
+"""The plan of a notebook batch (``fedkit figures --plan``), made before anything trains: per notebook, the runs its
+paper module lists (``fedkit.papers.<paper>.runs``), their seeds and rounds, whether their data is under the data
+root (checked without downloading), the engine "auto" picks on the target device, and the device minutes predicted from
+measured local steps (``fedkit.probe``)."""
+from __future__ import annotations
+
+import contextlib
+import importlib
+import json
+import math
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from .config import Config
+from .errors import DataNotFoundError, FedkitError
+
+PROBE_STEPS = 2  # local steps per probe round (round 1 warms up, round 2 is timed)
+SEQUENTIAL_PROBE_CLIENTS = 4  # the sequential engine's time grows linearly with the clients: time a few of them
+
+
+@dataclass
+class NotebookPlan:
+    notebook: Path
+    runs: dict[str, Config] | None  # by label; None: no paper module lists this notebook's runs
+    note: str = ""
+    missing: dict[str, str] = field(default_factory=dict)  # data set -> why it is missing
+    unfit: dict[str, str] = field(default_factory=dict)  # data set -> why a run cannot train on the data here
+    engines: set[str] = field(default_factory=set)  # what "auto" picks on the target device (runs with data)
+    minutes: float = 0.0  # predicted for the runs whose data is present
+    unpredicted: int = 0  # runs whose data is missing
+
+
+def listed_runs(notebook: Path, scale: str, seed: int = 0, device: str = "cpu") -> tuple[dict[str, Config] | None, str]:
+    """The runs of ``notebook`` (in notebooks/<paper>/) from ``fedkit.papers.<paper>.runs``, and its paper module's
+    note on it; (None, why) for a notebook no paper module lists."""
+    try:
+        module = importlib.import_module(f"{__package__}.papers.{notebook.parent.name}")
+    except ModuleNotFoundError:
+        return None, f"no paper module fedkit.papers.{notebook.parent.name}: its runs are not listed"
+    return module.runs(notebook.stem, scale, seed=seed, device=device), module.NOTES.get(notebook.stem, "")
+
+
+@contextlib.contextmanager
+def offline():
+    """No data set, tokenizer or weights is downloaded inside (fedkit's and the Hugging Face hub's switches)."""
+    import huggingface_hub.constants as hub
+
+    saved = os.environ.get("FEDKIT_DOWNLOAD"), hub.HF_HUB_OFFLINE
+    os.environ["FEDKIT_DOWNLOAD"], hub.HF_HUB_OFFLINE = "0", True
+    try:
+        yield
+    finally:
+        hub.HF_HUB_OFFLINE = saved[1]
+        if saved[0] is None:
+            del os.environ["FEDKIT_DOWNLOAD"]
+        else:
+            os.environ["FEDKIT_DOWNLOAD"] = saved[0]
+
+
+class Planner:
+    """Data checks and step probes, each made once for a whole batch of notebooks."""
+
+    def __init__(self, device: str):
+        self.target = device
+        cuda_here = device.startswith("cuda") and torch.cuda.is_available()
+        self.probe_device = device if cuda_here or not device.startswith("cuda") else "cpu"
+        self.data, self.steps = {}, {}
+        self.probe_seconds = 0.0
+
+    def missing(self, cfg: Config) -> str | None:
+        """Why ``cfg``'s data (or its tokenizer or frozen weights) is not here, or None: it loads."""
+        from .data import load_dataset
+
+        key = (cfg.dataset, json.dumps(cfg.dataset_args, sort_keys=True))
+        if key not in self.data:
+            try:
+                with offline():
+                    load_dataset(cfg.dataset, **cfg.dataset_args)
+                self.data[key] = None
+            except DataNotFoundError as err:
+                self.data[key] = str(err).split(". Fix:")[0]
+        return self.data[key]
+
+    def engine(self, cfg: Config) -> str:
+        """The engine ``cfg`` trains with on the target device."""
+        from .data import load_dataset
+        from .engine import FlatModel, choose_engine
+        from .models.registry import build_model
+
+        data = load_dataset(cfg.dataset, **cfg.dataset_args)
+        fm = FlatModel(build_model(cfg.model, data.input_shape, data.num_classes, **cfg.model_args))
+        return choose_engine(cfg.engine, fm, torch.device(self.target))
+
+    def minutes(self, cfg: Config, engine: str) -> float:
+        """Predicted device minutes of ``cfg``'s local steps: rounds × local steps × (one stacked step of a round's
+        clients, vectorized, or one step per client, sequential), timed by FedAvg's local steps on the probe device."""
+        from .probe import round_seconds
+
+        per_round = cfg.sampled_per_round()
+        clients = per_round if engine == "vectorized" else min(per_round, SEQUENTIAL_PROBE_CLIENTS)
+        key = (cfg.dataset, json.dumps(cfg.dataset_args, sort_keys=True), cfg.model,
+               json.dumps(cfg.model_args, sort_keys=True), cfg.batch_size, cfg.optimizer, engine, clients)
+        if key not in self.steps:
+            probe = cfg.replace(device=self.probe_device, engine=engine, compile=False, algorithm="fedavg",
+                                algorithm_args={}, threat=None, threat_args={}, rounds=2, local_steps=PROBE_STEPS,
+                                local_epochs=None, clients_per_round=clients, stop_accuracy=None, snapshots=0)
+            start = time.perf_counter()
+            seconds, steps = round_seconds(probe, 2)[1]
+            self.probe_seconds += time.perf_counter() - start
+            self.steps[key] = seconds / steps * clients  # one step of the probe's clients
+        return cfg.rounds * self.local_steps(cfg) * self.steps[key] * per_round / clients / 60
+
+    @staticmethod
+    def local_steps(cfg: Config) -> float:
+        """Local steps per client and round; with local epochs, those of a client of average size."""
+        if cfg.local_steps is not None:
+            return cfg.local_steps
+        from .data import load_dataset
+
+        samples = len(load_dataset(cfg.dataset, **cfg.dataset_args).y_train) / cfg.num_clients
+        return cfg.local_epochs * math.ceil(samples / cfg.batch_size)
+
+    def notebook(self, notebook: Path, scale: str, seed: int) -> NotebookPlan:
+        runs, note = listed_runs(notebook, scale, seed, self.target)
+        out = NotebookPlan(notebook, runs, note)
+        for cfg in {c.key(): c for c in (runs or {}).values()}.values():
+            why = self.missing(cfg)
+            if why is not None:
+                out.missing[cfg.dataset] = why
+                out.unpredicted += 1
+                continue
+            try:
+                engine = self.engine(cfg)
+                out.minutes += self.minutes(cfg, engine)
+            except FedkitError as err:  # e.g. a partition the data here cannot hold (a sample of the paper's set)
+                out.unfit[cfg.dataset] = " ".join(str(err).splitlines())
+                out.unpredicted += 1
+                continue
+            out.engines.add(engine)
+        return out
+
+
+def make_plan(notebooks, scale: str, seed: int = 0, device: str = "cpu") -> tuple[list[NotebookPlan], Planner]:
+    """The plan of each notebook (paths, or folders of them, as ``fedkit figures`` takes them) at ``scale``."""
+    from .figures import find_notebooks
+
+    planner = Planner(device)
+    return [planner.notebook(n, scale, seed) for n in find_notebooks(notebooks)], planner
+
+
+def _span(values) -> str:
+    values = sorted(set(values))
+    return "-" if not values else str(values[0]) if len(values) == 1 else f"{values[0]}–{values[-1]}"
+
+
+def print_plan(plans: list[NotebookPlan], planner: Planner, scale: str, seconds: float, file=None) -> None:
+    """The plan as a table (one row per notebook), its notes, what data is missing, and where the minutes come from."""
+    rows = [("notebook", "runs", "seeds", "rounds", "data (MISSING; UNFIT: here, but cannot hold the runs)",
+             f"engine on {planner.target}", "minutes")]
+    for p in plans:
+        if p.runs is None:
+            rows.append((str(p.notebook), "?", "", "", "", "", ""))
+            continue
+        configs = {c.key(): c for c in p.runs.values()}.values()
+        data = sorted({c.dataset for c in configs} - set(p.missing) - set(p.unfit)) + \
+            [f"{d} MISSING" for d in sorted(p.missing)] + [f"{d} UNFIT" for d in sorted(p.unfit)]
+        minutes = f"{p.minutes:.1f}" + (f" + {p.unpredicted} runs not predicted" if p.unpredicted else "")
+        rows.append((str(p.notebook), str(len(configs)), str(len({c.seed for c in configs}) or "-"),
+                     _span(c.rounds for c in configs), ", ".join(data) or "-", "+".join(sorted(p.engines)) or "-",
+                     minutes if configs else "-"))
+    width = [max(len(row[i]) for row in rows) for i in range(6)]
+    for row in rows:
+        print("  ".join(f"{cell:<{w}}" for cell, w in zip(row, width)) + f"  {row[6]}", file=file)
+    print(file=file)
+    for p in plans:
+        if p.note or p.runs is None:
+            print(f"note {p.notebook.parent.name}/{p.notebook.stem}: {p.note}", file=file)
+    missing = {d: why for p in plans for d, why in p.missing.items()}
+    for name, why in sorted(missing.items()):
+        print(f"missing {name}: {why}", file=file)
+    for name, why in sorted({d: why for p in plans for d, why in p.unfit.items()}.items()):
+        print(f"unfit {name}: {why}", file=file)
+    total = sum(p.minutes for p in plans)
+    unpredicted = sum(p.unpredicted for p in plans)
+    where = planner.probe_device
+    if where != planner.target:
+        where += f" (no CUDA device here: these are CPU minutes, not {planner.target} minutes)"
+    print(f"\n{scale} scale: {sum(len({c.key() for c in p.runs.values()}) for p in plans if p.runs)} runs, "
+          f"{total:.1f} predicted minutes for those with data ({unpredicted} with missing or unfit data: not predicted)",
+          file=file)
+    print(f"minutes: local training only (no evaluation, cache hits not subtracted, seeds counted one by one), "
+          f"extrapolated as rounds × local steps × clients per round from {len(planner.steps)} probes of FedAvg's "
+          f"local steps per (data, model, batch, optimizer, engine, clients) measured on {where}; probes "
+          f"{planner.probe_seconds:.0f} s, plan {seconds:.0f} s", file=file)
