@@ -82,7 +82,7 @@ class Planner:
                     load_dataset(cfg.dataset, **cfg.dataset_args)
                 self.data[key] = None
             except DataNotFoundError as err:
-                self.data[key] = str(err).split(". Fix:")[0]
+                self.data[key] = str(err).split(". Fix:")[0].splitlines()[0]
         return self.data[key]
 
     def engine(self, cfg: Config) -> str:
@@ -152,6 +152,10 @@ def make_plan(notebooks, scale: str, seed: int = 0, device: str = "cpu") -> tupl
     return [planner.notebook(n, scale, seed) for n in find_notebooks(notebooks)], planner
 
 
+def _name(notebook: Path) -> str:
+    return f"{notebook.parent.name}/{notebook.stem}"
+
+
 def _span(values) -> str:
     values = sorted(set(values))
     return "-" if not values else str(values[0]) if len(values) == 1 else f"{values[0]}–{values[-1]}"
@@ -163,13 +167,13 @@ def print_plan(plans: list[NotebookPlan], planner: Planner, scale: str, seconds:
              f"engine on {planner.target}", "minutes")]
     for p in plans:
         if p.runs is None:
-            rows.append((str(p.notebook), "?", "", "", "", "", ""))
+            rows.append((_name(p.notebook), "?", "", "", "", "", ""))
             continue
         configs = {c.key(): c for c in p.runs.values()}.values()
         data = sorted({c.dataset for c in configs} - set(p.missing) - set(p.unfit)) + \
             [f"{d} MISSING" for d in sorted(p.missing)] + [f"{d} UNFIT" for d in sorted(p.unfit)]
         minutes = f"{p.minutes:.1f}" + (f" + {p.unpredicted} runs not predicted" if p.unpredicted else "")
-        rows.append((str(p.notebook), str(len(configs)), str(len({c.seed for c in configs}) or "-"),
+        rows.append((_name(p.notebook), str(len(configs)), str(len({c.seed for c in configs}) or "-"),
                      _span(c.rounds for c in configs), ", ".join(data) or "-", "+".join(sorted(p.engines)) or "-",
                      minutes if configs else "-"))
     width = [max(len(row[i]) for row in rows) for i in range(6)]
@@ -178,7 +182,7 @@ def print_plan(plans: list[NotebookPlan], planner: Planner, scale: str, seconds:
     print(file=file)
     for p in plans:
         if p.note or p.runs is None:
-            print(f"note {p.notebook.parent.name}/{p.notebook.stem}: {p.note}", file=file)
+            print(f"note {_name(p.notebook)}: {p.note}", file=file)
     missing = {d: why for p in plans for d, why in p.missing.items()}
     for name, why in sorted(missing.items()):
         print(f"missing {name}: {why}", file=file)
@@ -190,7 +194,7 @@ def print_plan(plans: list[NotebookPlan], planner: Planner, scale: str, seconds:
     if where != planner.target:
         where += f" (no CUDA device here: these are CPU minutes, not {planner.target} minutes)"
     print(f"\n{scale} scale: {sum(len({c.key() for c in p.runs.values()}) for p in plans if p.runs)} runs, "
-          f"{total:.1f} predicted minutes for those with data ({unpredicted} with missing or unfit data: not predicted)",
+          f"{total:.1f} predicted minutes for those with data ({unpredicted} on missing or unfit data: none)",
           file=file)
     print(f"minutes: local training only (no evaluation, cache hits not subtracted, seeds counted one by one), "
           f"extrapolated as rounds × local steps × clients per round from {len(planner.steps)} probes of FedAvg's "
