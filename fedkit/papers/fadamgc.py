@@ -162,6 +162,7 @@ def label(dataset: str, scale: str) -> str:
     return f"{dataset}, GPT-2 + LoRA" if dataset in LANGUAGE["paper"] else f"{dataset}, ResNet-18"
 
 
+@cache
 def _bits(model: str, input_shape: tuple[int, ...], num_classes: int, **model_args) -> int:
     return 32 * count_parameters(build_model(model, input_shape, num_classes, **model_args))
 

@@ -1,0 +1,68 @@
+"""The paper-scale plan (fedkit figures --plan) and the measured step behind it and behind the simulated clock."""
+import math
+from pathlib import Path
+
+import pytest
+
+from fedkit import Config, run
+from fedkit.cli import main
+from fedkit.errors import ConfigError
+from fedkit.papers import drag
+from fedkit.plan import make_plan
+from fedkit.probe import calibrate_step_seconds, round_seconds
+from fedkit.runner import LINK_UNIT
+
+NOTEBOOKS = Path(__file__).parents[1] / "notebooks"
+DRIFT = NOTEBOOKS / "drag" / "fig3_emnist_client_drift.ipynb"
+TINY = Config(dataset="digits", model="mlp", num_clients=4, rounds=2, local_steps=3, batch_size=16)
+
+
+def test_round_seconds_times_every_round_and_counts_its_local_steps():
+    timed = round_seconds(TINY, 2)
+    assert len(timed) == 2 and all(seconds > 0 and steps == 4 * 3 for seconds, steps in timed)
+
+
+def test_calibrated_step_seconds_drive_the_simulated_clock():
+    cfgs = {"FedAvg": TINY, "FedProx": TINY.replace(algorithm="fedprox", algorithm_args={"mu": 0.1})}
+    step = calibrate_step_seconds(cfgs, rounds=2, steps=2)
+    assert list(step) == ["FedAvg", "FedProx"] and all(0 < s < 1 for s in step.values())
+    h = run(TINY.replace(engine="vectorized", step_seconds=step["FedAvg"]), cache=False, progress=False)
+    r = h.rounds.iloc[1:]
+    link = 8 * (r["bytes_down"] + r["bytes_up"]) / r["clients"] / (TINY.link_mbps * LINK_UNIT)
+    assert r["sim_seconds"].to_numpy() == pytest.approx((3 * step["FedAvg"] + link).to_numpy())
+    with pytest.raises(ConfigError, match="rounds must be an integer ≥ 1, got 0"):
+        calibrate_step_seconds(cfgs, rounds=0)
+
+
+def test_plan_lists_the_runs_their_data_engine_and_measured_minutes():
+    [p], planner = make_plan([DRIFT], "ci")
+    keys = {c.key() for c in drag.runs(DRIFT.stem, "ci").values()}
+    assert p.runs is not None and {c.key() for c in p.runs.values()} == keys
+    assert not p.missing and not p.unfit and p.unpredicted == 0
+    assert p.engines <= {"sequential", "vectorized"} and len(p.engines) == 1
+    assert math.isfinite(p.minutes) and p.minutes > 0 and planner.probe_seconds > 0
+    assert planner.probe_device == "cpu"
+
+
+def test_plan_names_missing_data_without_downloading(tmp_path, monkeypatch):
+    monkeypatch.setenv("FEDKIT_DATA", str(tmp_path))  # an empty data root
+    monkeypatch.setenv("FEDKIT_DOWNLOAD", "1")  # the plan downloads nothing, even where allowed
+    [p], planner = make_plan([DRIFT], "paper", device="cuda")
+    assert set(p.missing) == {"emnist"} and "emnist: data not found in" in p.missing["emnist"]
+    assert p.unpredicted == len(p.runs) and p.minutes == 0 and not planner.steps
+    assert not any(tmp_path.iterdir())
+
+
+def test_figures_plan_prints_a_row_per_notebook_and_where_it_measured(capsys):
+    assert main(["figures", str(DRIFT), str(NOTEBOOKS / "teaching"), "--scale", "ci", "--plan"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].split()[:4] == ["notebook", "runs", "seeds", "rounds"]
+    assert out[1].split()[:5] == ["drag/fig3_emnist_client_drift", "12", "1", "4", "mnist_5k"]
+    assert out[2].split() == ["teaching/client_drift", "?"]
+    assert "note teaching/client_drift: no paper module fedkit.papers.teaching: its runs are not listed" in out
+    assert any(line.startswith("minutes: local training only") and "measured on cpu" in line for line in out)
+
+
+def test_figures_plan_refuses_notebook_parameters(capsys):
+    assert main(["figures", str(DRIFT), "--plan", "-p", "n_seeds=2"]) == 2
+    assert "--plan lists the notebooks' runs with their default parameters" in capsys.readouterr().err
