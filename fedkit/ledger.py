@@ -46,8 +46,9 @@ GPU_MISSING = "paper scale not run yet: it needs a GPU (the paper-scale campaign
 class Measure:
     """Rows of ``source`` (a CSV under figures/<paper>/) filtered by ``where`` (column → value or list of values),
     one value per (``seed``, ``by``) from column ``value``. A per-round CSV is first reduced per run by ``reduce``:
-    "last" (the last round's value), "tail:N" (the mean of the last N rounds), or "reach:T" (the first round whose
-    value is ≥ T; a run that never reaches it gets NaN). ``fill`` replaces NaN (a diverged run, or one that never
+    "last" (the last round's value), "tail:N" (the mean of the last N rounds; N < 1: that fraction of the rounds),
+    "tailstd:N" (their standard deviation: how steady a run ends), or "reach:T" (the first round whose value is ≥ T;
+    a run that never reaches it gets NaN). ``fill`` replaces NaN (a diverged run, or one that never
     reached the target) by a value, e.g. 0 for accuracy or the round cap + 1 for rounds, so that it loses a
     comparison; without ``fill`` a seed with a NaN is dropped. ``seed=None``: the CSV holds one row per quantity
     with no seed column (old single-seed files), read as seed 0. ``percent``: values shown × 100."""
@@ -94,13 +95,14 @@ class Measure:
         values = run[self.value].to_numpy(dtype=float)
         if kind == "last":
             return float(values[-1])
-        if kind == "tail":
-            return float(np.mean(values[-int(arg):]))
+        if kind in ("tail", "tailstd"):  # the last N rows, or the last fraction N < 1 of them
+            n = max(1, int(float(arg) * len(values))) if float(arg) < 1 else int(arg)
+            return float(np.mean(values[-n:]) if kind == "tail" else np.std(values[-n:], ddof=1))
         if kind == "reach":
             hit = np.flatnonzero(values >= float(arg))
             rounds = run["round"].to_numpy() if "round" in run else np.arange(len(run))
             return float(rounds[hit[0]]) if len(hit) else math.nan
-        raise FedkitError(f"unknown reduce {self.reduce!r}: 'last', 'tail:N' or 'reach:T'")
+        raise FedkitError(f"unknown reduce {self.reduce!r}: 'last', 'tail:N', 'tailstd:N' or 'reach:T'")
 
 
 # ---- rules: values -> does each seed agree with the claim? --------------------------------------------------------
@@ -294,6 +296,7 @@ class Claim:
     missing: str | None = None
     paper_missing: str | None = GPU_MISSING
     caveat: str = ""
+    deterministic: str = ""  # why no seed can change the result (a computed toy): one evaluation then decides
 
 
 @dataclass(frozen=True)
@@ -330,14 +333,18 @@ def decide_values(claim: Claim, raw: pd.DataFrame) -> Verdict:
         why = claim.floor_why or ("no run reaches the target" if raw.isna().all().all() else "")
         return Verdict("not comparable", f"the runs do not learn: {why}".rstrip(": "), len(values), shown)
     n = len(values)
-    if n < MIN_SEEDS:
+    if n < MIN_SEEDS and not claim.deterministic:
         return Verdict("inconclusive", f"{n} seed{'s' * (n != 1)} (a verdict needs {MIN_SEEDS})", n, shown)
     agree = claim.rule.agree(values)
     if agree.all():
+        if claim.deterministic:
+            return Verdict("reproduced", f"computed: {claim.deterministic}", n, shown)
         if claim.rule.separated(values, True):
             return Verdict("reproduced", f"every seed agrees ({n} of {n})", n, shown)
         return Verdict("inconclusive", "every seed agrees, but the methods' seed ranges overlap", n, shown)
     if not agree.any():
+        if claim.deterministic:
+            return Verdict("not reproduced", f"computed: {claim.deterministic}", n, shown)
         if claim.rule.separated(values, False):
             return Verdict("not reproduced", f"every seed contradicts it ({n} of {n})", n, shown)
         return Verdict("inconclusive", "every seed contradicts it, but the methods' seed ranges overlap", n, shown)
@@ -361,9 +368,13 @@ def format_values(values: pd.DataFrame, measure: Measure) -> str:
 
 
 def _number(x: float) -> str:
-    if x == 0 or 0.01 <= abs(x) < 1e5:
-        return f"{x:.3g}" if abs(x) < 1 else f"{x:.4g}" if abs(x) >= 100 else f"{x:.3g}"
-    return f"{x:.2e}"
+    if math.isinf(x):
+        return "∞"
+    if abs(x) >= 100:
+        return f"{x:.0f}"
+    if abs(x) >= 10:
+        return f"{x:.1f}"
+    return f"{x:.2f}" if abs(x) >= 0.1 or x == 0 else f"{x:.2g}"
 
 
 # ---- the ledger of all papers ------------------------------------------------------------------------------------
@@ -491,3 +502,32 @@ def _changed_since(repo: Path, commit: str | None, files: list[str]) -> list[str
     if done.returncode != 0:
         return [f"(commit {commit[:10]} unknown to git)"]
     return done.stdout.split()
+
+
+# ---- the files: figures/ledger.csv and REPRODUCTION.md ------------------------------------------------------------
+
+def build(repo: Path, papers=PAPERS) -> tuple[str, str]:
+    """The ledger CSV's text and REPRODUCTION.md's text, recomputed from the claims and the committed CSVs."""
+    frame = ledger_frame(claims(papers), repo / "figures")
+    return frame.to_csv(index=False), render_reproduction((repo / "REPRODUCTION.md").read_text(encoding="utf-8"),
+                                                          frame)
+
+
+def differences(repo: Path) -> list[str]:
+    """What disagrees between the committed ledger files and the ledger recomputed from the data (empty: none)."""
+    csv_text, md_text = build(repo)
+    out = []
+    committed = repo / "figures" / "ledger.csv"
+    if not committed.exists() or committed.read_text(encoding="utf-8") != csv_text:
+        out.append("figures/ledger.csv differs from the verdicts recomputed from the committed CSVs")
+    if (repo / "REPRODUCTION.md").read_text(encoding="utf-8") != md_text:
+        out.append("REPRODUCTION.md's ledger tables differ from the ledger")
+    return out
+
+
+def write(repo: Path) -> pd.DataFrame:
+    """Write figures/ledger.csv and REPRODUCTION.md's tables; return the verdict counts."""
+    csv_text, md_text = build(repo)
+    (repo / "figures" / "ledger.csv").write_text(csv_text, encoding="utf-8")
+    (repo / "REPRODUCTION.md").write_text(md_text, encoding="utf-8")
+    return counts(pd.read_csv(repo / "figures" / "ledger.csv"))
