@@ -431,7 +431,10 @@ def markdown_table(ledger: pd.DataFrame, paper: str) -> str:
         lines.append("| " + " | ".join(_cell(x) for x in (
             r["item"], r["claim"], r["paper_value"], _value_cell(r), f"**{r['verdict']}**: {r['why']}",
             _value_cell(p), f"**{p['verdict']}**: {p['why']}")) + " |")
-    return "\n".join(lines)
+    tallies = [f"{scale} scale " + ", ".join(f"{tally[lab]} {lab}" for lab in LABELS if lab in tally)
+               for scale, tally in (("small", small["verdict"].value_counts()),
+                                    ("paper", large["verdict"].value_counts()))]
+    return "\n".join(lines) + "\n\nVerdicts: " + "; ".join(tallies) + "."
 
 
 def _value_cell(r) -> str:
