@@ -76,6 +76,8 @@ class Measure:
             groups = rows.groupby(["_seed", self.by], sort=False)
             rows = pd.Series({key: self._reduce(group) for key, group in groups}, dtype=float, name=self.value)
             rows = rows.rename_axis(["_seed", self.by]).reset_index()
+        if rows.empty:
+            raise FedkitError(f"{self.source}: no rows where {self.where}")
         if rows.duplicated(["_seed", self.by]).any():
             raise FedkitError(f"{self.source}: more than one row per (seed, {self.by}) after {self.where}")
         table = rows.pivot(index="_seed", columns=self.by, values=self.value)
@@ -148,7 +150,8 @@ class Order(Rule):
 
     @property
     def text(self):
-        return (" > " if self.higher else " < ").join(self.names) + ("" if self.higher else " (lower is better)")
+        return (" > " if self.higher else " < ").join(map(str, self.names)) + ("" if self.higher else
+                                                                                 " (lower is better)")
 
 
 @dataclass(frozen=True)
@@ -272,7 +275,7 @@ class Monotone(Rule):
 
     @property
     def text(self):
-        return (" < " if self.increasing else " > ").join(self.names)
+        return (" < " if self.increasing else " > ").join(map(str, self.names))
 
 
 # ---- claims and verdicts --------------------------------------------------------------------------------------------
@@ -297,6 +300,7 @@ class Claim:
     paper_missing: str | None = GPU_MISSING
     caveat: str = ""
     deterministic: str = ""  # why no seed can change the result (a computed toy): one evaluation then decides
+    paper_measure: Measure | None = None  # the query at paper scale, where its rows differ from small's (stand-ins)
 
 
 @dataclass(frozen=True)
@@ -307,25 +311,39 @@ class Verdict:
     value: str  # the measured values, formatted
 
 
+def measure_at(claim: Claim, scale: str) -> Measure | None:
+    return claim.paper_measure if scale == "paper" and claim.paper_measure is not None else claim.measure
+
+
 def source_path(claim: Claim, scale: str, root: Path) -> Path:
     folder = root / claim.paper if scale == "small" else root / claim.paper / "paper"
-    return folder / claim.measure.source
+    return folder / measure_at(claim, scale).source
 
 
 def decide(claim: Claim, scale: str, root: Path) -> Verdict:
-    """The verdict of ``claim`` at ``scale`` from the CSVs under ``root`` (figures/)."""
+    """The verdict of ``claim`` at ``scale`` from the CSVs under ``root`` (figures/). A claim that names what is
+    missing at this scale is not run, even where its CSV exists (a data set the CSV's notebook could not load)."""
     missing = claim.missing if scale == "small" else claim.paper_missing
-    path = source_path(claim, scale, root) if claim.measure is not None else None
-    if path is None or not path.exists():
+    measure = measure_at(claim, scale)
+    path = source_path(claim, scale, root) if measure is not None else None
+    if path is None or not path.exists() or (missing and not _has_rows(measure, path)):
         if missing:
             return Verdict("not run", missing, 0, "—")
         raise FedkitError(f"claim {claim.id}: its CSV {path} is missing (and the claim names no reason)")
-    return decide_values(claim, claim.measure.raw(pd.read_csv(path)))
+    return decide_values(claim, measure.raw(pd.read_csv(path)), measure)
 
 
-def decide_values(claim: Claim, raw: pd.DataFrame) -> Verdict:
+def _has_rows(measure: Measure, path: Path) -> bool:
+    try:
+        measure.raw(pd.read_csv(path))
+    except FedkitError:
+        return False
+    return True
+
+
+def decide_values(claim: Claim, raw: pd.DataFrame, measure: Measure | None = None) -> Verdict:
     """The verdict of ``claim`` on its measure's values (seeds × quantities, before ``fill``)."""
-    m = claim.measure
+    m = measure or claim.measure
     values = raw if m.fill is None else raw.fillna(m.fill)
     values = values.dropna()
     shown = format_values(raw, m)
@@ -438,7 +456,8 @@ def markdown_table(ledger: pd.DataFrame, paper: str) -> str:
 
 
 def _value_cell(r) -> str:
-    return r["fedkit_value"] + (f" ({r['seeds']} seeds)" if r["seeds"] else "")
+    seeds = r["seeds"]
+    return r["fedkit_value"] + (f" ({seeds} seed{'s' * (seeds != 1)})" if seeds else "")
 
 
 def _cell(text) -> str:
