@@ -1,6 +1,10 @@
 """fedkit: a small, exact, fast PyTorch kit for federated learning on non-IID data."""
 __version__ = "0.1.0"
 
+import time  # noqa: E402
+
+IMPORTED_AT = time.time()  # a figure's provenance gives the seconds since, about its notebook's wall time
+
 from .config import Config  # noqa: E402
 from .errors import ConfigError, DataNotFoundError, FedkitError  # noqa: E402
 from .federation import Federation  # noqa: E402

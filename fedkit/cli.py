@@ -266,8 +266,35 @@ def cmd_plan(args) -> int:
     return 0
 
 
+def cmd_ledger(args) -> int:
+    from . import ledger
+    from .figures import repo_root
+
+    repo = repo_root()
+    if repo is None:
+        raise FedkitError("fedkit ledger runs in a fedkit checkout (figures/, REPRODUCTION.md)")
+    if args.stale:
+        found = ledger.stale(ledger.claims(), repo / "figures", repo)
+        for cid, why in found:
+            print(f"{cid}: {why}")
+        print(f"{len(found)} claim(s) stale or without provenance")
+        return 0
+    if args.paper:
+        frame = ledger.ledger_frame(ledger.claims((args.paper,)), repo / "figures")
+        print(ledger.markdown_table(frame, args.paper))
+        return 0
+    if args.check:
+        found = ledger.differences(repo)
+        for line in found:
+            print(line)
+        print("ledger: up to date with the data" if not found else "run `fedkit ledger` to regenerate")
+        return 1 if found else 0
+    print(ledger.write(repo).to_string())
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
-    """The ``fedkit`` command line: sub-commands run, list and figures."""
+    """The ``fedkit`` command line: sub-commands run, list, figures and ledger."""
     top = _Parser(prog="fedkit", description=__doc__)
     sub = top.add_subparsers(dest="command", required=True)
     _run_parser(sub)
@@ -288,13 +315,24 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--plan", action="store_true",
                    help="run nothing: print each notebook's runs, seeds, rounds, data (present or missing), engine "
                         "and the device minutes predicted from measured local steps")
+    p = sub.add_parser("ledger", help="decide every paper claim from the committed CSVs; write figures/ledger.csv "
+                                      "and REPRODUCTION.md's tables",
+                       description="Recomputes each claim's verdict (reproduced, not reproduced, inconclusive, not "
+                                   "comparable, not run) at small and paper scale from figures/, then writes "
+                                   "figures/ledger.csv and the generated tables of REPRODUCTION.md.")
+    p.add_argument("--check", action="store_true", help="write nothing; exit 1 if the files disagree with the data")
+    p.add_argument("--stale", action="store_true",
+                   help="list claims whose CSV predates a change to its algorithms' files (or has no provenance)")
+    p.add_argument("--paper", choices=("taco", "feddual", "fadamgc", "drag", "peers"),
+                   help="print this paper's table only (writes nothing)")
     return top
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
-        return {"run": cmd_run, "list": cmd_list, "figures": cmd_figures}[args.command](args)
+        return {"run": cmd_run, "list": cmd_list, "figures": cmd_figures,
+                "ledger": cmd_ledger}[args.command](args)
     except FedkitError as err:
         print(f"fedkit: error: {' '.join(str(err).splitlines())}", file=sys.stderr)
         return 2

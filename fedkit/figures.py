@@ -7,8 +7,10 @@ numbers behind the figure as figures/<paper>/<name>.csv.
 """
 from __future__ import annotations
 
+import json
 import multiprocessing
 import os
+import subprocess
 import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -43,20 +45,71 @@ def default_scale() -> str:
     return scale
 
 
-def save_figure(fig, data, paper: str, name: str) -> Path:
-    """Write figures/<paper>/<name>.png and, if ``data`` (a DataFrame) is given, <name>.csv beside it."""
-    folder = figures_root() / paper
-    folder.mkdir(parents=True, exist_ok=True)
+def save_figure(fig, data, paper: str, name: str, scale: str | None = None) -> Path:
+    """Write figures/<paper>/<name>.png and, if ``data`` (a DataFrame) is given, the numbers behind it (``save_table``).
+    At ``scale`` "paper" (default: $FEDKIT_SCALE, which `fedkit figures` sets) both go to figures/<paper>/paper/."""
+    folder = _folder(paper, scale)
     png = folder / f"{name}.png"
     fig.savefig(png, dpi=130, bbox_inches="tight")
-    written = [png]
+    _log_written([png])
     if data is not None:
-        data.to_csv(folder / f"{name}.csv", index=False)
-        written.append(folder / f"{name}.csv")
+        save_table(data, paper, name, scale)
+    return png
+
+
+def save_table(data, paper: str, name: str, scale: str | None = None) -> Path:
+    """Write ``data`` (a DataFrame) as figures/<paper>/<name>.csv with its provenance beside it
+    (<name>.provenance.json: the commit, the scale, the thread count and every run of this process)."""
+    scale = scale or default_scale()
+    csv = _folder(paper, scale) / f"{name}.csv"
+    data.to_csv(csv, index=False)
+    provenance = csv.with_suffix(".provenance.json")
+    provenance.write_text(json.dumps(record_provenance(scale), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    _log_written([csv, provenance])
+    return csv
+
+
+def _folder(paper: str, scale: str | None) -> Path:
+    folder = figures_root() / paper / ("paper" if (scale or default_scale()) == "paper" else "")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def _log_written(paths: list[Path]) -> None:
     if os.environ.get(WRITTEN_LOG):  # set by run_notebooks: the summary lists each notebook's files
         with open(os.environ[WRITTEN_LOG], "a", encoding="utf-8") as log:
-            log.writelines(f"{path.absolute()}\n" for path in written)
-    return png
+            log.writelines(f"{path.absolute()}\n" for path in paths)
+
+
+def record_provenance(scale: str) -> dict:
+    """Where a figure's numbers came from: the fedkit commit (and fedkit/'s uncommitted changes, if any), the scale,
+    torch's thread count, the seconds since fedkit was imported (about the notebook's wall time), and every run of
+    this process by config key (algorithm files are what the ledger checks for staleness)."""
+    import torch
+
+    from . import IMPORTED_AT
+    from .runner import seen_configs
+
+    root = Path(__file__).resolve().parent.parent
+    runs = {key: {"algorithms": sorted({cfg.algorithm, *([cfg.algorithm_args["base"]]
+                                                          if "base" in cfg.algorithm_args else [])}),
+                  "dataset": cfg.dataset, "model": cfg.model, "seed": cfg.seed, "rounds": cfg.rounds,
+                  "device": cfg.device}
+            for key, cfg in seen_configs().items()}
+    return {"written": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "commit": _git(root, "rev-parse", "HEAD"),
+            "uncommitted": (_git(root, "status", "--porcelain", "--", "fedkit") or "").split("\n")[:20],
+            "scale": scale, "threads": torch.get_num_threads(), "torch": torch.__version__,
+            "seconds": round(time.time() - IMPORTED_AT, 1),
+            "seeds": sorted({run["seed"] for run in runs.values()}),
+            "devices": sorted({run["device"] for run in runs.values()}), "runs": runs}
+
+
+def _git(root: Path, *args: str) -> str | None:
+    try:
+        done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout.strip() if done.returncode == 0 else None
 
 
 def find_notebooks(targets: list[str | Path]) -> list[Path]:
@@ -133,6 +186,8 @@ def _execute(notebook: Path, out: Path, parameters: dict) -> NotebookResult:
     with tempfile.TemporaryDirectory() as tmp:
         log = Path(tmp) / "written"
         os.environ[WRITTEN_LOG] = str(log)  # the kernel inherits it (one notebook at a time per process)
+        scale_before = os.environ.get("FEDKIT_SCALE")
+        os.environ["FEDKIT_SCALE"] = parameters["scale"]  # save_figure files paper-scale results apart
         start = time.perf_counter()
         try:
             papermill.execute_notebook(str(notebook), str(out), cwd=str(notebook.parent), progress_bar=False,
@@ -143,6 +198,10 @@ def _execute(notebook: Path, out: Path, parameters: dict) -> NotebookResult:
             error = f"{type(e).__name__}: {_first_line(str(e))}"
         finally:
             del os.environ[WRITTEN_LOG]
+            if scale_before is None:
+                del os.environ["FEDKIT_SCALE"]
+            else:
+                os.environ["FEDKIT_SCALE"] = scale_before
         seconds = time.perf_counter() - start
         written = sorted({Path(p) for p in log.read_text().splitlines()}) if log.exists() else []
     return NotebookResult(notebook, out, seconds, written, error)

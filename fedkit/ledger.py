@@ -1,0 +1,555 @@
+"""The reproduction ledger: each paper's claims as data, decided from the committed CSVs by one verdict rule.
+
+A ``Claim`` names a paper's figure or table, the claim in words, the paper's value, a ``Measure`` (a query over a
+committed CSV giving one value per seed and quantity, e.g. per method) and a ``Rule`` that says, seed by seed,
+whether the values agree with the claim. ``decide`` turns that into one of five labels, the same for every paper:
+
+- **reproduced**: at least ``MIN_SEEDS`` seeds, every seed agrees, and where methods are compared their seed ranges
+  do not overlap (every seed of one beats every seed of the other);
+- **not reproduced**: every seed contradicts the claim, the ranges separated the other way;
+- **inconclusive**: fewer than ``MIN_SEEDS`` seeds (a single seed decides nothing, whatever its sign), the seeds
+  disagree, or the ranges overlap;
+- **not comparable**: the runs do not learn (every value under the claim's floor, e.g. within a few points of
+  chance, or no run reaches the target): the claim's ``floor_why`` says what the floor is;
+- **not run**: the data or the hardware is missing; the claim's ``missing`` (small scale) or ``paper_missing`` (paper
+  scale) names which.
+
+Each claim is decided at both scales: small from ``figures/<paper>/<file>``, paper from
+``figures/<paper>/paper/<file>``. ``ledger_frame`` is the machine-readable ledger (figures/ledger.csv) and
+``markdown_tables`` REPRODUCTION.md's tables; ``fedkit ledger`` writes both, ``fedkit ledger --check`` compares.
+"""
+from __future__ import annotations
+
+import importlib
+import json
+import math
+import re
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .errors import FedkitError
+
+LABELS = ("reproduced", "not reproduced", "inconclusive", "not comparable", "not run")
+MIN_SEEDS = 3
+SCALES = ("small", "paper")
+PAPERS = ("taco", "feddual", "fadamgc", "drag", "peers")
+GPU_MISSING = "paper scale not run yet: it needs a GPU (the paper-scale campaign)"
+
+
+# ---- measures: a committed CSV -> one value per (seed, quantity) ------------------------------------------------
+
+@dataclass(frozen=True)
+class Measure:
+    """Rows of ``source`` (a CSV under figures/<paper>/) filtered by ``where`` (column → value or list of values),
+    one value per (``seed``, ``by``) from column ``value``. A per-round CSV is first reduced per run by ``reduce``:
+    "last" (the last round's value), "tail:N" (the mean of the last N rounds; N < 1: that fraction of the rounds),
+    "tailstd:N" (their standard deviation: how steady a run ends), or "reach:T" (the first round whose value is ≥ T;
+    a run that never reaches it gets NaN). ``fill`` replaces NaN (a diverged run, or one that never
+    reached the target) by a value, e.g. 0 for accuracy or the round cap + 1 for rounds, so that it loses a
+    comparison; without ``fill`` a seed with a NaN is dropped. ``seed=None``: the CSV holds one row per quantity
+    with no seed column (old single-seed files), read as seed 0. ``percent``: values shown × 100."""
+    source: str
+    value: str
+    by: str = "method"
+    where: dict = field(default_factory=dict)
+    seed: str | None = "seed"
+    reduce: str | None = None
+    fill: float | None = None
+    percent: bool = False
+    names: tuple = ()  # quantities to keep, in this order (default: all, in the CSV's order)
+
+    def raw(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """Seeds × quantities before ``fill`` (NaN where a run diverged or never reached a target)."""
+        missing = [c for c in (self.value, self.by, *self.where, *([self.seed] if self.seed else [])) if c not in frame]
+        if missing:
+            raise FedkitError(f"{self.source}: no column(s) {missing}; columns: {list(frame.columns)}")
+        rows = frame
+        for column, wanted in self.where.items():
+            wanted = list(wanted) if isinstance(wanted, (list, tuple, set)) else [wanted]
+            rows = rows[rows[column].isin(wanted)]
+        rows = rows.assign(_seed=rows[self.seed] if self.seed else 0)
+        if self.reduce is not None:
+            groups = rows.groupby(["_seed", self.by], sort=False)
+            rows = pd.Series({key: self._reduce(group) for key, group in groups}, dtype=float, name=self.value)
+            rows = rows.rename_axis(["_seed", self.by]).reset_index()
+        if rows.empty:
+            raise FedkitError(f"{self.source}: no rows where {self.where}")
+        if rows.duplicated(["_seed", self.by]).any():
+            raise FedkitError(f"{self.source}: more than one row per (seed, {self.by}) after {self.where}")
+        table = rows.pivot(index="_seed", columns=self.by, values=self.value)
+        order = list(self.names) or list(dict.fromkeys(rows[self.by]))
+        absent = [n for n in order if n not in table]
+        if absent:
+            raise FedkitError(f"{self.source}: no rows for {absent} in column {self.by!r} where {self.where}")
+        return table[order].astype(float).rename_axis(index="seed", columns=None)
+
+    def values(self, frame: pd.DataFrame) -> pd.DataFrame:
+        table = self.raw(frame)
+        return table if self.fill is None else table.fillna(self.fill)
+
+    def _reduce(self, run: pd.DataFrame) -> float:
+        """One run's rows (its rounds, in order) reduced to one value."""
+        kind, _, arg = self.reduce.partition(":")
+        values = run[self.value].to_numpy(dtype=float)
+        if kind == "last":
+            return float(values[-1])
+        if kind in ("tail", "tailstd"):  # the last N rows, or the last fraction N < 1 of them
+            n = max(1, int(float(arg) * len(values))) if float(arg) < 1 else int(arg)
+            return float(np.mean(values[-n:]) if kind == "tail" else np.std(values[-n:], ddof=1))
+        if kind == "reach":
+            hit = np.flatnonzero(values >= float(arg))
+            rounds = run["round"].to_numpy() if "round" in run else np.arange(len(run))
+            return float(rounds[hit[0]]) if len(hit) else math.nan
+        raise FedkitError(f"unknown reduce {self.reduce!r}: 'last', 'tail:N', 'tailstd:N' or 'reach:T'")
+
+
+# ---- rules: values -> does each seed agree with the claim? --------------------------------------------------------
+
+class Rule:
+    """``agree(values)``: per seed, whether the values agree with the claim. ``separated(values, agreeing)``: whether
+    the seed ranges decide it (methods compared: every seed of one beats every seed of the other); a rule on one
+    quantity needs no separation. ``text``: the rule in words."""
+
+    def agree(self, values: pd.DataFrame) -> pd.Series:
+        raise NotImplementedError
+
+    def separated(self, values: pd.DataFrame, agreeing: bool) -> bool:
+        return True
+
+
+def _beats(a: pd.Series, b: pd.Series, higher: bool) -> pd.Series:
+    return a > b if higher else a < b
+
+
+def _range_beats(a: pd.Series, b: pd.Series, higher: bool) -> bool:
+    return bool(a.min() > b.max()) if higher else bool(a.max() < b.min())
+
+
+@dataclass(frozen=True)
+class Order(Rule):
+    """``names[0]`` beats ``names[1]`` beats ... (higher values if ``higher``, else lower, e.g. rounds to a target).
+    Not reproduced once any neighbouring pair is reversed on every seed with separated ranges."""
+    names: tuple
+    higher: bool = True
+
+    def agree(self, values):
+        ok = pd.Series(True, index=values.index)
+        for a, b in zip(self.names, self.names[1:]):
+            ok &= _beats(values[a], values[b], self.higher)
+        return ok
+
+    def separated(self, values, agreeing):
+        pairs = list(zip(self.names, self.names[1:]))
+        if agreeing:
+            return all(_range_beats(values[a], values[b], self.higher) for a, b in pairs)
+        return any(_range_beats(values[b], values[a], self.higher) for a, b in pairs)
+
+    @property
+    def text(self):
+        return (" > " if self.higher else " < ").join(map(str, self.names)) + ("" if self.higher else
+                                                                                 " (lower is better)")
+
+
+@dataclass(frozen=True)
+class Best(Rule):
+    """``name`` beats every other quantity (or those in ``others``)."""
+    name: str
+    others: tuple = ()
+    higher: bool = True
+
+    def _others(self, values):
+        return [c for c in (self.others or values.columns) if c != self.name]
+
+    def agree(self, values):
+        ok = pd.Series(True, index=values.index)
+        for other in self._others(values):
+            ok &= _beats(values[self.name], values[other], self.higher)
+        return ok
+
+    def separated(self, values, agreeing):
+        others = self._others(values)
+        if agreeing:
+            return all(_range_beats(values[self.name], values[o], self.higher) for o in others)
+        return any(_range_beats(values[o], values[self.name], self.higher) for o in others)
+
+    @property
+    def text(self):
+        return f"{self.name} {'highest' if self.higher else 'lowest'}" + (f" of {', '.join(self.others)}"
+                                                                          if self.others else "")
+
+
+@dataclass(frozen=True)
+class Gap(Rule):
+    """``a`` − ``b`` ≥ ``at_least`` on every seed (``at_most`` instead: ≤); separated when the ranges say so too."""
+    a: str
+    b: str
+    at_least: float | None = None
+    at_most: float | None = None
+
+    def _holds(self, diff):
+        return diff >= self.at_least if self.at_least is not None else diff <= self.at_most
+
+    def agree(self, values):
+        return self._holds(values[self.a] - values[self.b])
+
+    def separated(self, values, agreeing):
+        worst = (values[self.a].min() - values[self.b].max() if self.at_least is not None
+                 else values[self.a].max() - values[self.b].min())
+        best = (values[self.a].max() - values[self.b].min() if self.at_least is not None
+                else values[self.a].min() - values[self.b].max())
+        return bool(self._holds(worst)) if agreeing else not bool(self._holds(best))
+
+    @property
+    def text(self):
+        return (f"{self.a} − {self.b} ≥ {self.at_least:g}" if self.at_least is not None
+                else f"{self.a} − {self.b} ≤ {self.at_most:g}")
+
+
+@dataclass(frozen=True)
+class Ratio(Rule):
+    """``a`` / ``b`` within [``at_least``, ``at_most``] on every seed (either bound may be None)."""
+    a: str
+    b: str
+    at_least: float | None = None
+    at_most: float | None = None
+
+    def agree(self, values):
+        ratio = values[self.a] / values[self.b]
+        ok = pd.Series(True, index=values.index)
+        if self.at_least is not None:
+            ok &= ratio >= self.at_least
+        if self.at_most is not None:
+            ok &= ratio <= self.at_most
+        return ok
+
+    @property
+    def text(self):
+        lo = "" if self.at_least is None else f"{self.at_least:g} ≤ "
+        hi = "" if self.at_most is None else f" ≤ {self.at_most:g}"
+        return f"{lo}{self.a} / {self.b}{hi}"
+
+
+@dataclass(frozen=True)
+class Within(Rule):
+    """``name`` within ``tolerance`` of ``value`` (both in the measure's units) on every seed."""
+    name: str
+    value: float
+    tolerance: float
+
+    def agree(self, values):
+        return (values[self.name] - self.value).abs() <= self.tolerance
+
+    @property
+    def text(self):
+        return f"|{self.name} − {self.value:g}| ≤ {self.tolerance:g}"
+
+
+@dataclass(frozen=True)
+class Threshold(Rule):
+    """``name`` ≥ ``at_least`` (or ≤ ``at_most``) on every seed."""
+    name: str
+    at_least: float | None = None
+    at_most: float | None = None
+
+    def agree(self, values):
+        v = values[self.name]
+        return v >= self.at_least if self.at_least is not None else v <= self.at_most
+
+    @property
+    def text(self):
+        return f"{self.name} ≥ {self.at_least:g}" if self.at_least is not None else f"{self.name} ≤ {self.at_most:g}"
+
+
+@dataclass(frozen=True)
+class Monotone(Rule):
+    """The values rise (or fall) along ``names`` on every seed, e.g. accuracy over α = 0.01, 0.1, 1."""
+    names: tuple
+    increasing: bool = True
+
+    def agree(self, values):
+        return Order(tuple(reversed(self.names)) if self.increasing else self.names, higher=True).agree(values)
+
+    @property
+    def text(self):
+        return (" < " if self.increasing else " > ").join(map(str, self.names))
+
+
+# ---- claims and verdicts --------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Claim:
+    """One claim of a paper. ``measure`` reads the committed CSV; ``rule`` decides each seed. ``floor``: below it
+    (every value of the measure before ``fill``) the runs do not learn and the claim is not comparable, ``floor_why``
+    says what the floor is (e.g. "chance is 10 %"). ``missing``: the small scale cannot run this claim (name the data
+    or hardware); ``paper_missing`` likewise at paper scale (default: not run yet, needs a GPU). ``caveat``: a remark
+    the verdict carries, e.g. a tuned value at the edge of its grid."""
+    id: str
+    paper: str
+    item: str
+    claim: str
+    paper_value: str
+    measure: Measure | None
+    rule: Rule | None
+    floor: float | None = None
+    floor_why: str = ""
+    missing: str | None = None
+    paper_missing: str | None = GPU_MISSING
+    caveat: str = ""
+    deterministic: str = ""  # why no seed can change the result (a computed toy): one evaluation then decides
+    paper_measure: Measure | None = None  # the query at paper scale, where its rows differ from small's (stand-ins)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    label: str
+    reason: str
+    seeds: int
+    value: str  # the measured values, formatted
+
+
+def measure_at(claim: Claim, scale: str) -> Measure | None:
+    return claim.paper_measure if scale == "paper" and claim.paper_measure is not None else claim.measure
+
+
+def source_path(claim: Claim, scale: str, root: Path) -> Path:
+    folder = root / claim.paper if scale == "small" else root / claim.paper / "paper"
+    return folder / measure_at(claim, scale).source
+
+
+def decide(claim: Claim, scale: str, root: Path) -> Verdict:
+    """The verdict of ``claim`` at ``scale`` from the CSVs under ``root`` (figures/). A claim that names what is
+    missing at this scale is not run, even where its CSV exists (a data set the CSV's notebook could not load)."""
+    missing = claim.missing if scale == "small" else claim.paper_missing
+    measure = measure_at(claim, scale)
+    path = source_path(claim, scale, root) if measure is not None else None
+    if path is None or not path.exists() or (missing and not _has_rows(measure, path)):
+        if missing:
+            return Verdict("not run", missing, 0, "—")
+        raise FedkitError(f"claim {claim.id}: its CSV {path} is missing (and the claim names no reason)")
+    return decide_values(claim, measure.raw(pd.read_csv(path)), measure)
+
+
+def _has_rows(measure: Measure, path: Path) -> bool:
+    try:
+        measure.raw(pd.read_csv(path))
+    except FedkitError:
+        return False
+    return True
+
+
+def decide_values(claim: Claim, raw: pd.DataFrame, measure: Measure | None = None) -> Verdict:
+    """The verdict of ``claim`` on its measure's values (seeds × quantities, before ``fill``)."""
+    m = measure or claim.measure
+    values = raw if m.fill is None else raw.fillna(m.fill)
+    values = values.dropna()
+    shown = format_values(raw, m)
+    if raw.isna().all().all() or (claim.floor is not None and not (raw >= claim.floor).any().any()):
+        why = claim.floor_why or ("no run reaches the target" if raw.isna().all().all() else "")
+        return Verdict("not comparable", f"the runs do not learn: {why}".rstrip(": "), len(values), shown)
+    n = len(values)
+    if n < MIN_SEEDS and not claim.deterministic:
+        return Verdict("inconclusive", f"{n} seed{'s' * (n != 1)} (a verdict needs {MIN_SEEDS})", n, shown)
+    agree = claim.rule.agree(values)
+    if agree.all():
+        if claim.deterministic:
+            return Verdict("reproduced", f"computed: {claim.deterministic}", n, shown)
+        if claim.rule.separated(values, True):
+            return Verdict("reproduced", f"every seed agrees ({n} of {n})", n, shown)
+        return Verdict("inconclusive", "every seed agrees, but the methods' seed ranges overlap", n, shown)
+    if not agree.any():
+        if claim.deterministic:
+            return Verdict("not reproduced", f"computed: {claim.deterministic}", n, shown)
+        if claim.rule.separated(values, False):
+            return Verdict("not reproduced", f"every seed contradicts it ({n} of {n})", n, shown)
+        return Verdict("inconclusive", "every seed contradicts it, but the methods' seed ranges overlap", n, shown)
+    return Verdict("inconclusive", f"the seeds disagree ({int(agree.sum())} of {n} agree)", n, shown)
+
+
+def format_values(values: pd.DataFrame, measure: Measure) -> str:
+    """'DRAG 24.2 ± 0.8 · FLTrust 11.6 ± 0.5' (mean ± std over seeds, ddof 1; one seed: the value; '×' never/NaN)."""
+    scale = 100.0 if measure.percent else 1.0
+    cells = []
+    for name in values.columns:
+        v = values[name]
+        finite = v.dropna()
+        if finite.empty:
+            cells.append(f"{name} ×")
+            continue
+        text = _number(scale * finite.mean()) + (f" ± {_number(scale * finite.std())}" if len(finite) > 1 else "")
+        lost = len(v) - len(finite)
+        cells.append(f"{name} {text}" + (f" ({lost} ×)" if lost else ""))
+    return " · ".join(cells)
+
+
+def _number(x: float) -> str:
+    if math.isinf(x):
+        return "∞"
+    if abs(x) >= 100:
+        return f"{x:.0f}"
+    if abs(x) >= 10:
+        return f"{x:.1f}"
+    return f"{x:.2f}" if abs(x) >= 0.1 or x == 0 else f"{x:.2g}"
+
+
+# ---- the ledger of all papers ------------------------------------------------------------------------------------
+
+def claims(papers=PAPERS) -> list[Claim]:
+    """Every registered claim: ``fedkit.papers.<paper>_claims.CLAIMS`` for each paper that has such a module."""
+    out = []
+    for paper in papers:
+        try:
+            module = importlib.import_module(f"fedkit.papers.{paper}_claims")
+        except ModuleNotFoundError as err:
+            if err.name != f"fedkit.papers.{paper}_claims":
+                raise
+            continue
+        out += module.CLAIMS
+    ids = [c.id for c in out]
+    repeated = sorted({i for i in ids if ids.count(i) > 1})
+    if repeated:
+        raise FedkitError(f"claim ids used twice: {repeated}")
+    return out
+
+
+def ledger_frame(all_claims: list[Claim], root: Path) -> pd.DataFrame:
+    """One row per (claim, scale): paper, item, claim, paper value, fedkit value, seeds, scale, verdict, why, source."""
+    rows = []
+    for c in all_claims:
+        for scale in SCALES:
+            v = decide(c, scale, root)
+            source = "" if c.measure is None else str(source_path(c, scale, root).relative_to(root))
+            rows.append({"paper": c.paper, "id": c.id, "item": c.item, "claim": c.claim, "rule": _rule_text(c),
+                         "paper_value": c.paper_value, "fedkit_value": v.value, "seeds": v.seeds, "scale": scale,
+                         "verdict": v.label, "why": v.reason + (f"; {c.caveat}" if c.caveat else ""),
+                         "source": source})
+    return pd.DataFrame(rows)
+
+
+def _rule_text(c: Claim) -> str:
+    return "" if c.rule is None else c.rule.text
+
+
+BEGIN, END = "<!-- ledger:{paper} (generated by `fedkit ledger`; edit the claims, not this table) -->", \
+    "<!-- /ledger:{paper} -->"
+
+
+def markdown_table(ledger: pd.DataFrame, paper: str) -> str:
+    """REPRODUCTION.md's table for ``paper``: both scales side by side."""
+    rows = ledger[ledger["paper"] == paper]
+    small = rows[rows["scale"] == "small"].set_index("id")
+    large = rows[rows["scale"] == "paper"].set_index("id")
+    lines = ["| item | claim | paper | fedkit small | verdict small | fedkit paper | verdict paper |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
+    for cid, r in small.iterrows():
+        p = large.loc[cid]
+        lines.append("| " + " | ".join(_cell(x) for x in (
+            r["item"], r["claim"], r["paper_value"], _value_cell(r), f"**{r['verdict']}**: {r['why']}",
+            _value_cell(p), f"**{p['verdict']}**: {p['why']}")) + " |")
+    tallies = [f"{scale} scale " + ", ".join(f"{tally[lab]} {lab}" for lab in LABELS if lab in tally)
+               for scale, tally in (("small", small["verdict"].value_counts()),
+                                    ("paper", large["verdict"].value_counts()))]
+    return "\n".join(lines) + "\n\nVerdicts: " + "; ".join(tallies) + "."
+
+
+def _value_cell(r) -> str:
+    seeds = r["seeds"]
+    return r["fedkit_value"] + (f" ({seeds} seed{'s' * (seeds != 1)})" if seeds else "")
+
+
+def _cell(text) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def render_reproduction(text: str, ledger: pd.DataFrame) -> str:
+    """``text`` (REPRODUCTION.md) with every generated table block replaced by the ledger's table."""
+    for paper in ledger["paper"].unique():
+        begin, end = BEGIN.format(paper=paper), END.format(paper=paper)
+        pattern = re.compile(re.escape(begin) + r".*?" + re.escape(end), re.S)
+        if not pattern.search(text):
+            raise FedkitError(f"REPRODUCTION.md has no block for {paper!r}: add the two lines\n{begin}\n{end}")
+        block = f"{begin}\n{markdown_table(ledger, paper)}\n{end}"
+        text = pattern.sub(lambda _, block=block: block, text)
+    return text
+
+
+def counts(ledger: pd.DataFrame) -> pd.DataFrame:
+    """Verdicts per paper and scale (the closing notes' 'before and after')."""
+    table = ledger.groupby(["paper", "scale", "verdict"]).size().unstack("verdict", fill_value=0)
+    return table.reindex(columns=[lab for lab in LABELS if lab in table.columns])
+
+
+# ---- provenance and staleness ---------------------------------------------------------------------------------
+
+def provenance_path(csv: Path) -> Path:
+    return csv.with_suffix(".provenance.json")
+
+
+def stale(all_claims: list[Claim], root: Path, repo: Path) -> list[tuple[str, str]]:
+    """(claim id, why) for each claim whose small-scale CSV has no provenance, or whose algorithm files changed in a
+    commit after the one the CSV was written at."""
+    import inspect
+
+    from .algorithms import ALGORITHMS
+
+    out = []
+    for c in all_claims:
+        if c.measure is None:
+            continue
+        csv = source_path(c, "small", root)
+        if not csv.exists():
+            continue
+        meta_file = provenance_path(csv)
+        if not meta_file.exists():
+            out.append((c.id, f"{csv.relative_to(root)} records no provenance (written before provenance existed)"))
+            continue
+        meta = json.loads(meta_file.read_text())
+        algorithms = sorted({a for run in meta.get("runs", {}).values() for a in run.get("algorithms", [])})
+        files = [str(Path(inspect.getsourcefile(ALGORITHMS[a])).relative_to(repo))
+                 for a in algorithms if a in ALGORITHMS]
+        changed = _changed_since(repo, meta.get("commit"), files)
+        if changed:
+            out.append((c.id, f"changed since {meta['commit'][:10]}: {', '.join(changed)}"))
+    return out
+
+
+def _changed_since(repo: Path, commit: str | None, files: list[str]) -> list[str]:
+    if not commit or not files:
+        return []
+    done = subprocess.run(["git", "diff", "--name-only", commit, "HEAD", "--", *files], cwd=repo,
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        return [f"(commit {commit[:10]} unknown to git)"]
+    return done.stdout.split()
+
+
+# ---- the files: figures/ledger.csv and REPRODUCTION.md ------------------------------------------------------------
+
+def build(repo: Path, papers=PAPERS) -> tuple[str, str]:
+    """The ledger CSV's text and REPRODUCTION.md's text, recomputed from the claims and the committed CSVs."""
+    frame = ledger_frame(claims(papers), repo / "figures")
+    return frame.to_csv(index=False), render_reproduction((repo / "REPRODUCTION.md").read_text(encoding="utf-8"),
+                                                          frame)
+
+
+def differences(repo: Path) -> list[str]:
+    """What disagrees between the committed ledger files and the ledger recomputed from the data (empty: none)."""
+    csv_text, md_text = build(repo)
+    out = []
+    committed = repo / "figures" / "ledger.csv"
+    if not committed.exists() or committed.read_text(encoding="utf-8") != csv_text:
+        out.append("figures/ledger.csv differs from the verdicts recomputed from the committed CSVs")
+    if (repo / "REPRODUCTION.md").read_text(encoding="utf-8") != md_text:
+        out.append("REPRODUCTION.md's ledger tables differ from the ledger")
+    return out
+
+
+def write(repo: Path) -> pd.DataFrame:
+    """Write figures/ledger.csv and REPRODUCTION.md's tables; return the verdict counts."""
+    csv_text, md_text = build(repo)
+    (repo / "figures" / "ledger.csv").write_text(csv_text, encoding="utf-8")
+    (repo / "REPRODUCTION.md").write_text(md_text, encoding="utf-8")
+    return counts(pd.read_csv(repo / "figures" / "ledger.csv"))

@@ -1,0 +1,160 @@
+"""The reproduction ledger: the verdict rule on hand-made values, the measures' queries, provenance, and the committed
+ledger recomputed from the committed CSVs (no training: `pytest -k ledger` runs in seconds)."""
+import json
+import math
+import subprocess
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from fedkit import ledger
+from fedkit.errors import FedkitError
+from fedkit.ledger import Best, Claim, Gap, Measure, Monotone, Order, Ratio, Threshold, Within
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def seeds(**columns) -> pd.DataFrame:
+    return pd.DataFrame(columns, index=pd.Index(range(len(next(iter(columns.values())))), name="seed"))
+
+
+def claim(rule, **kw) -> Claim:
+    return Claim("c", "test", "item", "words", "paper", Measure("x.csv", "v"), rule, **kw)
+
+
+def label(rule, values, **kw) -> str:
+    return ledger.decide_values(claim(rule, **kw), values).label
+
+
+def test_ledger_reproduced_needs_three_agreeing_separated_seeds():
+    rule = Order(("A", "B"))
+    assert label(rule, seeds(A=[0.9, 0.91, 0.92], B=[0.8, 0.81, 0.82])) == "reproduced"
+    assert label(rule, seeds(A=[0.9, 0.91], B=[0.8, 0.81])) == "inconclusive"  # two seeds decide nothing
+    assert label(rule, seeds(A=[0.9], B=[0.1])) == "inconclusive"  # nor does one, whatever the gap
+    # every seed agrees pairwise, but the ranges overlap (A's worst below B's best)
+    assert label(rule, seeds(A=[0.9, 0.85, 0.95], B=[0.8, 0.84, 0.94])) == "inconclusive"
+    assert label(rule, seeds(A=[0.9, 0.7, 0.92], B=[0.8, 0.81, 0.82])) == "inconclusive"  # the seeds disagree
+
+
+def test_ledger_not_reproduced_when_every_seed_contradicts():
+    rule = Order(("A", "B"))
+    assert label(rule, seeds(A=[0.5, 0.51, 0.52], B=[0.8, 0.81, 0.82])) == "not reproduced"
+    assert label(rule, seeds(A=[0.8, 0.85, 0.9], B=[0.81, 0.86, 0.91])) == "inconclusive"  # contradicts, overlaps
+
+
+def test_ledger_not_comparable_below_the_floor_and_when_nothing_reaches():
+    values = seeds(A=[0.11, 0.12, 0.10], B=[0.10, 0.11, 0.12])
+    verdict = ledger.decide_values(claim(Order(("A", "B")), floor=0.15, floor_why="chance is 10 %"), values)
+    assert (verdict.label, verdict.reason) == ("not comparable", "the runs do not learn: chance is 10 %")
+    never = seeds(A=[math.nan] * 3, B=[math.nan] * 3)
+    assert label(Order(("A", "B"), higher=False), never) == "not comparable"
+
+
+def test_ledger_fill_makes_a_run_that_never_reached_lose():
+    c = Claim("c", "t", "i", "w", "p", Measure("x.csv", "v", fill=math.inf), Order(("A", "B"), higher=False))
+    values = seeds(A=[10.0, 12.0, 11.0], B=[math.nan, 40.0, math.nan])
+    verdict = ledger.decide_values(c, values)
+    assert verdict.label == "reproduced" and verdict.seeds == 3
+    assert "B 40.0 (2 ×)" in verdict.value
+    unfilled = Claim("c", "t", "i", "w", "p", Measure("x.csv", "v"), Order(("A", "B"), higher=False))
+    assert ledger.decide_values(unfilled, values).label == "inconclusive"  # NaN seeds dropped: one left
+
+
+def test_ledger_rules_per_seed():
+    v = seeds(A=[3.0, 1.0, 2.0], B=[1.0, 2.0, 1.0], C=[0.0, 0.0, 3.0])
+    assert Order(("A", "B")).agree(v).tolist() == [True, False, True]
+    assert Order(("A", "B", "C")).agree(v).tolist() == [True, False, False]
+    assert Best("A").agree(v).tolist() == [True, False, False]
+    assert Best("B", higher=False, others=("A",)).agree(v).tolist() == [True, False, True]
+    assert Gap("A", "B", at_least=1.0).agree(v).tolist() == [True, False, True]
+    assert Gap("A", "B", at_most=0.0).agree(v).tolist() == [False, True, False]
+    assert Ratio("A", "B", at_least=2.0).agree(v).tolist() == [True, False, True]
+    assert Within("A", 2.0, 0.5).agree(v).tolist() == [False, False, True]
+    assert Threshold("C", at_most=0.0).agree(v).tolist() == [True, True, False]
+    assert Monotone(("C", "B", "A")).agree(v).tolist() == [True, False, False]
+
+
+def test_ledger_best_is_refuted_by_one_separated_better_method():
+    v = seeds(A=[0.5, 0.52, 0.51], B=[0.6, 0.61, 0.62], C=[0.1, 0.2, 0.3])
+    assert label(Best("A"), v) == "not reproduced"
+
+
+def test_ledger_deterministic_claims_need_one_evaluation():
+    v = seeds(A=[1.0], B=[0.0])
+    assert label(Order(("A", "B")), v, deterministic="a computed toy") == "reproduced"
+    assert label(Order(("B", "A")), v, deterministic="a computed toy") == "not reproduced"
+
+
+def test_ledger_measure_reduces_rounds_per_run():
+    rows = [{"round": r, "acc": a, "method": m, "seed": s, "fig": "x"}
+            for m, s, curve in [("A", 0, [0.1, 0.5, 0.9, 0.8]), ("A", 1, [0.1, 0.2, 0.3, 0.4]),
+                                ("B", 0, [0.1, 0.6, 0.7, 0.95]), ("B", 1, [0.1, 0.9, 0.9, 0.9])]
+            for r, a in enumerate(curve)]
+    frame = pd.DataFrame(rows)
+    last = Measure("x.csv", "acc", reduce="last").values(frame)
+    assert last.loc[0, "A"] == 0.8 and last.loc[1, "B"] == 0.9
+    tail = Measure("x.csv", "acc", reduce="tail:2").values(frame)
+    assert tail.loc[0, "A"] == pytest.approx(0.85)
+    reach = Measure("x.csv", "acc", reduce="reach:0.85").raw(frame)
+    assert reach.loc[0, "A"] == 2 and math.isnan(reach.loc[1, "A"]) and reach.loc[0, "B"] == 3
+    spread = Measure("x.csv", "acc", reduce="tailstd:0.5").values(frame)
+    assert spread.loc[1, "A"] == pytest.approx(pd.Series([0.3, 0.4]).std())
+    with pytest.raises(FedkitError, match=r"no column\(s\) \['nope'\]"):
+        Measure("x.csv", "nope").values(frame)
+    with pytest.raises(FedkitError, match=r"no rows for \['C'\]"):
+        Measure("x.csv", "acc", reduce="last", names=("A", "C")).values(frame)
+    with pytest.raises(FedkitError, match="more than one row per"):
+        Measure("x.csv", "acc").values(frame)  # per-round rows without a reduce
+
+
+def test_ledger_missing_csv_is_not_run_only_with_a_reason(tmp_path):
+    named = Claim("c", "p", "i", "w", "v", Measure("gone.csv", "v"), Order(("A", "B")), missing="no CIFAR-100 offline")
+    verdict = ledger.decide(named, "small", tmp_path)
+    assert (verdict.label, verdict.reason) == ("not run", "no CIFAR-100 offline")
+    assert ledger.decide(named, "paper", tmp_path).reason == ledger.GPU_MISSING
+    silent = Claim("c", "p", "i", "w", "v", Measure("gone.csv", "v"), Order(("A", "B")))
+    with pytest.raises(FedkitError, match="gone.csv is missing"):
+        ledger.decide(silent, "small", tmp_path)
+
+
+def test_ledger_claim_ids_are_unique_and_every_label_is_one_of_five():
+    claims = ledger.claims()
+    assert len({c.id for c in claims}) == len(claims) > 0
+    frame = ledger.ledger_frame(claims, REPO / "figures")
+    assert set(frame["verdict"]) <= set(ledger.LABELS)
+
+
+def test_ledger_matches_the_committed_data():
+    """figures/ledger.csv and REPRODUCTION.md's tables are what the claims give on the committed CSVs."""
+    assert ledger.differences(REPO) == []
+
+
+def test_ledger_provenance_is_written_beside_each_table(tmp_path, monkeypatch):
+    from fedkit.figures import save_table
+
+    monkeypatch.setenv("FEDKIT_FIGURES", str(tmp_path))
+    small = save_table(pd.DataFrame({"a": [1]}), "demo", "t", scale="small")
+    paper = save_table(pd.DataFrame({"a": [1]}), "demo", "t", scale="paper")
+    assert small == tmp_path / "demo" / "t.csv" and paper == tmp_path / "demo" / "paper" / "t.csv"
+    meta = json.loads(ledger.provenance_path(small).read_text())
+    assert meta["scale"] == "small" and meta["threads"] >= 1 and isinstance(meta["runs"], dict)
+    assert meta["commit"] is None or len(meta["commit"]) == 40
+
+
+def test_ledger_staleness_follows_git(tmp_path):
+    def git(*args):
+        return subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True, text=True).stdout.strip()
+
+    git("init", "-q")
+    git("config", "user.email", "t@t")
+    git("config", "user.name", "t")
+    (tmp_path / "alg.py").write_text("a = 1\n")
+    git("add", ".")
+    git("commit", "-qm", "one")
+    first = git("rev-parse", "HEAD")
+    assert ledger._changed_since(tmp_path, first, ["alg.py"]) == []
+    (tmp_path / "alg.py").write_text("a = 2\n")
+    git("commit", "-qam", "two")
+    assert ledger._changed_since(tmp_path, first, ["alg.py"]) == ["alg.py"]
+    assert ledger._changed_since(tmp_path, "0" * 40, ["alg.py"]) == ["(commit 0000000000 unknown to git)"]
