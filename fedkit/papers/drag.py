@@ -165,7 +165,7 @@ def runs(notebook: str, scale: str, seed: int = 0, device: str = "cpu") -> dict[
         return seeded(listed, n)
     if notebook in ("figs5_6_byzantine_cifar10", "figs7_8_byzantine_emnist"):
         panels = ["fig5", "fig6"] if notebook.startswith("figs5") else ["fig7", "fig8"]
-        n = {"ci": 1, "small": 2, "paper": 3}[scale]
+        n = {"ci": 1, "small": 3, "paper": 3}[scale]
         sweep = [c for c in ([] if scale == "ci" else C_SWEEP) if c != ROBUST_C]
         listed = {f"{fig}/{m}": cfg(fig, m) for fig in panels for m in BYZANTINE_METHODS}
         listed |= {f"{fig}/FedAvg, no attack": cfg(fig, "FedAvg", threat=None, threat_args={}) for fig in panels}

@@ -230,6 +230,7 @@ def runs(notebook: str, scale: str, seed: int = 0, device: str = "cpu") -> dict[
         return {f"{label}/seed {s}": c.replace(seed=s) for label, c in configs.items() for s in range(seed, seed + n)}
 
     image = "cifar10" if scale == "paper" else "fmnist"
+    images = ["cifar10", "cifar100", "tinyimagenet"]  # Tables 2–3 at paper scale; FMNIST alone below it
     small_grid = "ci" if scale == "ci" else "small"  # the learning-rate grid and the mechanism run below paper scale
     grid_rounds = 3 if scale == "ci" else 60
     if notebook == "appendix_h_learning_rates":
@@ -243,7 +244,7 @@ def runs(notebook: str, scale: str, seed: int = 0, device: str = "cpu") -> dict[
     if notebook == "fig1_correction_placement":
         return {}
     if notebook == "fig3_heterogeneity":
-        n = {"ci": 1, "small": 2, "paper": 4}[scale]
+        n = {"ci": 1, "small": 3, "paper": 4}[scale]
         base = COMMON["partition_args"]["phi"]
         return seeded({f"α={a}/{m}": cfg(image, m, **({} if a == base else {"partition_args": {"phi": a}}))
                        for a in (0.1, 0.2, 0.5, 1.0) for m in ("LocalAdam", "FA-NT", "FAdamGC")}, n)
@@ -274,20 +275,21 @@ def runs(notebook: str, scale: str, seed: int = 0, device: str = "cpu") -> dict[
                for lr in (3e-4, 1e-3, 3e-3)}
         staleness = {"full": dict(num_clients=20, clients_per_round=20, algorithm_args={"tracked": 20}),
                      "partial": dict(num_clients=20, clients_per_round=4, algorithm_args={"tracked": 2})}
+        stale = {}
         for setting, changes in staleness.items():
             for m in ("LocalAdam", "FAdamGC"):
                 mine = {k: v for k, v in changes.items() if m == "FAdamGC" or k != "algorithm_args"}
-                out[f"{setting}/{m}"] = cfg("fmnist", m, small_grid, lr=1e-3, rounds=grid_rounds, **mine)
-        return out
+                stale[f"{setting}/{m}"] = cfg("fmnist", m, small_grid, lr=1e-3, rounds=grid_rounds, **mine)
+        return out | seeded(stale, 1 if scale == "ci" else 3)
     if notebook in ("table2_fig2_methods", "table2_language"):
-        datasets = list(LANGUAGE[scale]) if notebook == "table2_language" else \
-            {"ci": ["fmnist"], "small": ["fmnist", "cifar10"], "paper": ["cifar10", "cifar100", "tinyimagenet"]}[scale]
+        language = notebook == "table2_language"
+        datasets = list(LANGUAGE[scale]) if language else images if scale == "paper" else ["fmnist"]
         return seeded({f"{d}/{m}": cfg(d, m) for d in datasets for m in METHODS},
-                      {"ci": 1, "small": 2, "paper": 4}[scale])
+                      {"ci": 1, "small": 2 if language else 3, "paper": 4}[scale])
     if notebook == "table3_special_case":
-        datasets = {"ci": ["fmnist"], "small": ["fmnist", "cifar10"], "paper": ["cifar10", "cifar100", "tinyimagenet"]}
+        datasets = images if scale == "paper" else ["fmnist"]
         variants = {"LocalAdam": ("LocalAdam", False), "FA-NT*": ("FA-NT", True), "FAdamGC*": ("FAdamGC", True),
                     "FA-NT": ("FA-NT", False), "FAdamGC": ("FAdamGC", False)}
-        return seeded({f"{d}/{v}": cfg(d, m, special=special) for d in datasets[scale]
-                       for v, (m, special) in variants.items()}, {"ci": 1, "small": 2, "paper": 4}[scale])
+        return seeded({f"{d}/{v}": cfg(d, m, special=special) for d in datasets
+                       for v, (m, special) in variants.items()}, {"ci": 1, "small": 3, "paper": 4}[scale])
     raise ValueError(f"unknown FAdamGC notebook {notebook!r}; the notebooks are notebooks/fadamgc/*.ipynb")

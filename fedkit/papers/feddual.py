@@ -126,40 +126,45 @@ def runs(notebook: str, scale: str, seed: int = 0, device: str = "cpu") -> dict[
         defaults = {k: p.default for k, p in inspect.signature(ALGORITHMS["feddual"]).parameters.items()}
         return cfg("fmnist", algorithm_args={k: v for k, v in args.items() if v != defaults[k]})
 
+    def seeded(configs: dict[str, Config], seeds: list[int]) -> dict[str, Config]:
+        return {f"{label}/seed {s}": c.replace(seed=s) for label, c in configs.items() for s in seeds}
+
     datasets = {"ci": ["fmnist"], "small": ["fmnist", "cifar10"], "paper": ["fmnist", "cifar10", "cifar100"]}[scale]
-    seeds = [seed, seed + 1, seed + 2] if scale == "paper" else [seed]
+    three = [seed, seed + 1, seed + 2]  # every scale; Tables 1–4 run CIFAR at the first seed only, below paper scale
+    seeds = {d: three if scale == "paper" or d == "fmnist" else [seed] for d in datasets}
     if notebook == "fig13_fig14_heterogeneity":
         alphas = {"ci": [0.1, 1.0], "small": [0.01, 0.1, 1.0], "paper": [0.01, 0.05, 0.1, 0.5, 1.0]}[scale]
         methods = list(METHODS) if scale == "paper" else ["FedAvg", "FedProx", "FedDUAL"]
-        return {f"α={a}/{m}": cfg("fmnist", m, partition_args={"alpha": a}) for a in alphas for m in methods}
+        return seeded({f"α={a}/{m}": cfg("fmnist", m, partition_args={"alpha": a}) for a in alphas for m in methods},
+                      three)
     if notebook == "fig1_fig7_loss_landscapes":
-        return {"FedAvg, IID": cfg("fmnist", "FedAvg", partition="iid", partition_args={}),
-                "FedAvg, non-IID": cfg("fmnist", "FedAvg"), "FedDUAL, non-IID": cfg("fmnist")}
-    if notebook == "fig2_fig6_gradient_norms":
+        return seeded({"FedAvg, IID": cfg("fmnist", "FedAvg", partition="iid", partition_args={}),
+                       "FedAvg, non-IID": cfg("fmnist", "FedAvg"), "FedDUAL, non-IID": cfg("fmnist")}, three)
+    if notebook == "fig2_fig6_gradient_norms":  # the first seed with snapshots (the figures), the others without
         out = {}
         for d in ("fmnist", "cifar10"):
             for name, changes in {"IID": {"partition": "iid", "partition_args": {}}, "non-IID": {}}.items():
                 c = cfg(d, "FedAvg", **changes)
                 out[f"{d}/{name}"] = c.replace(snapshots=math.ceil(c.rounds / 10))
+                out |= seeded({f"{d}/{name}": c}, three[1:])
         return out
     if notebook == "fig5_layer_sets":
         layout = FlatModel(build_model(feddual().model, (1, 28, 28), 10)).layout
         sets = {"output bias": [t.name for t in layout.select("output") if t.name.endswith(".bias")],
                 "output layer": "output", "last two layers": "last:2", "all tensors": "all"}
-        return {"FedAvg": cfg("fmnist", "FedAvg")} | {name: feddual(dynamic=spec) for name, spec in sets.items()}
+        arms = {name: feddual(dynamic=spec) for name, spec in sets.items()}
+        return seeded({"FedAvg": cfg("fmnist", "FedAvg"), **arms}, three)
     if notebook == "fig9_fig12_eps_iterations":
         eps = {"ci": [1e-5, 1e-2], "small": [1e-5, 1e-4, 1e-3, 1e-2], "paper": [1e-6, 1e-5, 1e-4, 1e-3, 1e-2]}[scale]
         iterations = {"ci": [50, 150], "small": [50, 150, 500], "paper": [50, 100, 150, 200, 500, 1000]}[scale]
-        return {f"ε={e:g}": feddual(eps=e) for e in eps} | {f"{i} iterations": feddual(iterations=i)
-                                                            for i in iterations}
+        return seeded({f"ε={e:g}": feddual(eps=e) for e in eps}, three) | {f"{i} iterations": feddual(iterations=i)
+                                                                          for i in iterations}
     if notebook == "table1_fig3_fig4_methods":
-        out = {f"{d}/{m}/seed {s}": config(d, scale, m, seed=s, device=device)
-               for d in datasets for m in METHODS for s in seeds}
-        return out | {f"headline/{m}/seed {s}": config("fmnist", scale, m, seed=s, device=device)
-                      for m in ("FedAvg", "FedDUAL") for s in (seed, seed + 1, seed + 2)}
+        return {f"{d}/{m}/seed {s}": config(d, scale, m, seed=s, device=device)
+                for d in datasets for m in METHODS for s in seeds[d]}
     if notebook == "table2_fig8_ablation":
         out = {f"{d}/{m}/seed {s}": config(d, scale, m, seed=s, device=device)
-               for d in datasets for m in ABLATION for s in seeds}
+               for d in datasets for m in ABLATION for s in seeds[d]}
         out["fmnist/free-support barycenter"] = cfg("fmnist", algorithm_args={"barycenter": "free_support"})
         for d in datasets:
             out[f"{d}/neither"] = cfg(d, algorithm_args={"adaptive_loss": False, "dynamic_aggregation": False})
