@@ -1,5 +1,6 @@
 """Each paper module's ``runs`` lists exactly the configs its notebook runs: the notebook is executed at ci scale and
-the keys of the configs it ran (fedkit.runner.SEEN, read from its kernel) are compared with the listing."""
+the keys of the configs it ran (fedkit.runner.SEEN, read from its kernel) are compared with the listing. Slow (every
+notebook runs), so outside the default suite: ``pytest -m notebook_runs [-k <notebook>]``."""
 import importlib
 import os
 from pathlib import Path
@@ -8,7 +9,9 @@ import pytest
 
 from conftest import needed_data
 
-NOTEBOOKS = sorted(p for p in (Path(__file__).parents[1] / "notebooks").glob("*/*.ipynb") if p.parent.name != "teaching")
+pytestmark = pytest.mark.notebook_runs  # opt in: deselected by the default addopts (pyproject.toml)
+NOTEBOOKS = sorted(p for p in (Path(__file__).parents[1] / "notebooks").glob("*/*.ipynb")
+                   if p.parent.name != "teaching")
 
 
 def ran_at_ci(notebook: Path) -> set[str]:
@@ -26,7 +29,8 @@ def ran_at_ci(notebook: Path) -> set[str]:
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_listed_runs_are_the_notebooks_runs_at_ci(notebook):
-    missing = [d for d in needed_data(notebook) if not (Path(os.environ.get("FEDKIT_DATA", "/nonexistent")) / d).is_dir()]
+    root = Path(os.environ.get("FEDKIT_DATA", "/nonexistent"))
+    missing = [d for d in needed_data(notebook) if not (root / d).is_dir()]
     if missing:
         pytest.skip(f"{notebook.name} needs {', '.join(missing)} under $FEDKIT_DATA")
     listed = importlib.import_module(f"fedkit.papers.{notebook.parent.name}").runs(notebook.stem, "ci")
