@@ -63,6 +63,9 @@ def config(**values) -> Callable[[Path], object]:
     return lambda tmp: Config(**values)
 
 
+FIG4 = Path(__file__).parents[1] / "notebooks" / "drag" / "fig4_cifar10_client_drift.ipynb"
+
+
 def federation(**values) -> Callable[[Path], object]:
     """The input ``Federation(Config(**values))`` on digits with the 4-layer MLP (where the model is built)."""
     return lambda tmp: Federation(Config(**{"dataset": "digits", "model": "mlp", **values}))
@@ -160,6 +163,11 @@ ROWS = [
         r"argument --scale: invalid choice: 'huge'"),
     Row("figures: missing notebook", cli("figures", "{tmp}/nope.ipynb"), CliRefused,
         r"no notebook or folder at '\S+/nope\.ipynb'"),
+    Row("figures: unknown -p name", cli("figures", str(FIG4), "--scale", "ci", "-p", "no_such_param=1"), CliRefused,
+        r"unknown notebook parameter 'no_such_param': the parameters cell of notebook '\S+fig4_cifar10_client_drift"
+        r"\.ipynb' sets device, n_seeds, scale, seed, stand_in, target"),
+    Row("figures: -p value not YAML", cli("figures", "-p", "stand_in={{fashion"), CliRefused,
+        r"argument -p/--param: stand_in: '\{fashion' is not valid YAML: expected ',' or '\}', but got '<stream end>'"),
     # ---- data files: IDX (mnist, fashion_mnist) ----
     Row("mnist: truncated .gz", load("mnist"), DataFileError,
         TRAIN_IMAGES + r"cannot be read \(Compressed file ended before.*" + REDOWNLOAD,
