@@ -133,6 +133,17 @@ def find_notebooks(targets: list[str | Path]) -> list[Path]:
     return found
 
 
+def notebook_parameters(notebook: Path) -> list[str]:
+    """The names the notebook's cell tagged ``parameters`` sets (as papermill reads them; none if it cannot be read,
+    and then its run fails with the reason)."""
+    import papermill
+
+    try:
+        return list(papermill.inspect_notebook(str(notebook)))
+    except Exception:  # noqa: BLE001 - a broken notebook is reported when it runs
+        return []
+
+
 @dataclass
 class NotebookResult:
     notebook: Path
@@ -165,8 +176,15 @@ def run_notebooks(targets, scale: str = "small", seed: int = 0, device: str = "c
     clash = sorted(set(params) & {"scale", "seed", "device"})
     if clash:
         raise ConfigError(f"set {clash} with their own options, not as notebook parameters")
-    parameters = {"scale": scale, "seed": seed, "device": device, **params}
-    tasks = [(notebook, Path(output_dir) / notebook.parent.name / notebook.name, parameters)
+    known = {notebook: notebook_parameters(notebook) for notebook in notebooks} if params else {}
+    for name in params:
+        if not any(name in names for names in known.values()):
+            names = ", ".join(sorted(set().union(*known.values())))
+            where = f"notebook {str(notebooks[0])!r}" if len(notebooks) == 1 else f"the {len(notebooks)} notebooks"
+            raise ConfigError(f"unknown notebook parameter {name!r}: the parameters cell of {where} sets {names}")
+    tasks = [(notebook, Path(output_dir) / notebook.parent.name / notebook.name,
+              {"scale": scale, "seed": seed, "device": device,
+               **{k: v for k, v in params.items() if k in known[notebook]}})
              for notebook in notebooks]
     if jobs == 1:
         return [_execute(*task) for task in tasks]
