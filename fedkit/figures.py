@@ -81,23 +81,30 @@ def _log_written(paths: list[Path]) -> None:
             log.writelines(f"{path.absolute()}\n" for path in paths)
 
 
+def _code_state() -> tuple[str | None, list[str]]:
+    """The commit of the fedkit checkout and its uncommitted changes under fedkit/ (none outside a checkout)."""
+    root = Path(__file__).resolve().parent.parent
+    changed = (_git(root, "status", "--porcelain", "--", "fedkit") or "").splitlines()
+    return _git(root, "rev-parse", "HEAD"), changed[:20]
+
+
 def record_provenance(scale: str) -> dict:
-    """Where a figure's numbers came from: the fedkit commit (and fedkit/'s uncommitted changes, if any), the scale,
-    torch's thread count, the seconds since fedkit was imported (about the notebook's wall time), and every run of
-    this process by config key (algorithm files are what the ledger checks for staleness)."""
+    """Where a figure's numbers came from: the fedkit commit when this module was imported, i.e. the code the notebook
+    runs (and fedkit/'s uncommitted changes then, if any), the scale, torch's thread count, the seconds since fedkit
+    was imported (about the notebook's wall time), and every run of this process by config key (algorithm files are
+    what the ledger checks for staleness)."""
     import torch
 
     from . import IMPORTED_AT
     from .runner import seen_configs
 
-    root = Path(__file__).resolve().parent.parent
     runs = {key: {"algorithms": sorted({cfg.algorithm, *([cfg.algorithm_args["base"]]
                                                           if "base" in cfg.algorithm_args else [])}),
                   "dataset": cfg.dataset, "model": cfg.model, "seed": cfg.seed, "rounds": cfg.rounds,
                   "device": cfg.device}
             for key, cfg in seen_configs().items()}
-    return {"written": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "commit": _git(root, "rev-parse", "HEAD"),
-            "uncommitted": (_git(root, "status", "--porcelain", "--", "fedkit") or "").split("\n")[:20],
+    commit, uncommitted = CODE_STATE
+    return {"written": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "commit": commit, "uncommitted": uncommitted,
             "scale": scale, "threads": torch.get_num_threads(), "torch": torch.__version__,
             "seconds": round(time.time() - IMPORTED_AT, 1),
             "seeds": sorted({run["seed"] for run in runs.values()}),
@@ -110,6 +117,9 @@ def _git(root: Path, *args: str) -> str | None:
     except (OSError, subprocess.TimeoutExpired):
         return None
     return done.stdout.strip() if done.returncode == 0 else None
+
+
+CODE_STATE = _code_state()  # at import: a notebook imports this before its runs, so it names the code they ran
 
 
 def find_notebooks(targets: list[str | Path]) -> list[Path]:
