@@ -15,6 +15,7 @@ from pathlib import Path
 import yaml
 
 from .config import Config
+from .configfile import as_number, config_from, read_fields, read_yaml
 from .errors import ConfigError, FedkitError
 
 # One line per Config field for `fedkit run --help` (tests check that every field has one).
@@ -54,8 +55,6 @@ HELP = {
 }
 _HINTS = typing.get_type_hints(Config)
 _METAVARS = {bool: "BOOL", int: "INT", float: "FLOAT", str: "STR", dict: "MAPPING", type(None): "null"}
-# YAML 1.1 reads 1e-3 as a string: these fields (float in Config's type hints) get such strings as numbers.
-FLOAT_FIELDS = {name for name, hint in _HINTS.items() if float in (hint, *typing.get_args(hint))}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -65,59 +64,24 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"fedkit: error: {message} (see {self.prog} --help)\n")
 
 
-def _yaml(text: str, what: str):
-    """``text`` parsed as YAML; a syntax error becomes one line naming ``what`` and the place."""
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        detail = str(e).splitlines()[0] if mark is None else \
-            f"{e.problem or e.context} (line {mark.line + 1}, column {mark.column + 1})"
-        raise argparse.ArgumentTypeError(f"{what} is not valid YAML: {detail}") from None
-
-
 def _value(text: str):
     """Options take YAML values: 0.1, true, null, {phi: 0.1}, [1, 2]."""
-    return _yaml(text, repr(text))
+    try:
+        return read_yaml(text, repr(text))
+    except ConfigError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def _config_file(text: str) -> dict:
     try:
-        source = Path(text).read_text(encoding="utf-8")
-    except OSError as e:
-        raise argparse.ArgumentTypeError(f"cannot read config file {text!r}: {e.strerror}") from None
-    except UnicodeDecodeError as e:
-        raise argparse.ArgumentTypeError(f"config file {text!r} is not UTF-8 text (byte {e.object[e.start]:#04x} "
-                                         f"at position {e.start}): is it a binary file?") from None
-    values = _yaml(source, f"config file {text!r}")
-    if not isinstance(values, dict | None):
-        raise argparse.ArgumentTypeError(f"config file {text!r} must hold a mapping of config fields "
-                                         f"(field: value lines), got a {type(values).__name__}")
-    return values or {}
-
-
-def load_config(path: str | Path) -> Config:
-    """The Config of a YAML file of config fields, read as ``fedkit run --config`` reads it; a bad file or value
-    raises ConfigError naming it."""
-    try:
-        values = _config_file(str(path))
-    except argparse.ArgumentTypeError as e:
-        raise ConfigError(str(e)) from None
-    values.update({name: _number(values[name]) for name in FLOAT_FIELDS & values.keys()})
-    return Config.from_dict(values)
-
-
-def _number(value):
-    """``value``, or the float a numeric-looking string reads as (YAML 1.1 reads 1e-3 as a string)."""
-    try:
-        return float(value) if isinstance(value, str) else value
-    except ValueError:
-        return value
+        return read_fields(text)
+    except ConfigError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def _targets(text: str) -> list[float]:
     values = _value(text)
-    values = [_number(v) for v in (values if isinstance(values, list) else [values])]
+    values = [as_number(v) for v in (values if isinstance(values, list) else [values])]
     if not values or not all(isinstance(v, int | float) and not isinstance(v, bool) and 0 < v <= 1
                              for v in values):
         raise argparse.ArgumentTypeError(f"must be a list of accuracies in (0, 1], e.g. '[0.5, 0.8]', "
@@ -141,9 +105,9 @@ def _notebook_parameter(text: str) -> tuple[str, object]:
     if not sep or not name.isidentifier():
         raise argparse.ArgumentTypeError(f"must be NAME=VALUE with NAME a Python identifier, got {text!r}")
     try:
-        return name, yaml.safe_load(value)
-    except yaml.YAMLError as err:
-        raise argparse.ArgumentTypeError(f"{name}: cannot read {value!r} as a YAML value ({err})") from err
+        return name, read_yaml(value, f"{name}: {value!r}")
+    except ConfigError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def _positive_int(text: str) -> int:
@@ -191,10 +155,19 @@ def configs(args) -> dict[str, Config]:
     """One validated Config per algorithm named: the config file's fields, then the options."""
     values = {**args.config, **{f.name: getattr(args, f.name) for f in dataclasses.fields(Config)
                                 if hasattr(args, f.name)}}
-    values.update({name: _number(values[name]) for name in FLOAT_FIELDS & values.keys()})
     names = values.pop("algorithm", Config.algorithm)
     names = names if isinstance(names, list) else str(names).split(",")
-    return {str(n).strip(): Config.from_dict({**values, "algorithm": str(n).strip()}) for n in names}
+    return {str(n).strip(): config_from({**values, "algorithm": str(n).strip()}) for n in names}
+
+
+def _flower():
+    """fedkit.flower, or a FedkitError saying how to install it."""
+    try:
+        from . import flower
+    except ImportError as err:
+        raise FedkitError(f"--backend flower needs the flower extra (pip install 'fedkit-torch[flower]', or "
+                          f"pip install -e '.[flower]' in a checkout): {err}") from err
+    return flower
 
 
 def _train(cfg: Config, args):
@@ -202,10 +175,7 @@ def _train(cfg: Config, args):
     from .runner import run
 
     if args.backend == "flower":
-        try:
-            from .flower import run_flower as run
-        except ImportError as err:
-            raise FedkitError(f"--backend flower needs the flower extra (pip install -e '.[flower]'): {err}") from err
+        run = _flower().run_flower
     history = run(cfg, cache=False if args.no_cache else None, progress=not args.quiet)
     history.save(args.out / f"{cfg.algorithm}-{cfg.key()}", fmt=args.format)
     return history
@@ -216,6 +186,9 @@ def cmd_run(args) -> int:
     from .report import summary_table
 
     runs = configs(args)  # every config is validated before anything trains
+    if args.backend == "flower":
+        for cfg in runs.values():
+            _flower().refuse(cfg)
     histories = {name: _train(cfg, args) for name, cfg in runs.items()}
     first = next(iter(runs.values()))
     table = summary_table(histories, targets=args.targets)
@@ -293,8 +266,45 @@ def cmd_ledger(args) -> int:
     return 0
 
 
+def cmd_cache(args) -> int:
+    from .cache import entries, remove, set_aside, size
+    from .runner import default_cache
+
+    root = args.dir or default_cache()
+    if args.action == "clean":
+        aside = set_aside(root)
+        for path in aside:
+            print(f"{'would remove' if args.dry_run else 'removed'} {path} ({_megabytes(size(path))})")
+            if not args.dry_run:
+                remove(path)
+        print(f"{len(aside)} set-aside item(s) under {root}{' (dry run: nothing removed)' if args.dry_run else ''}")
+        return 0
+    found = entries(root)
+    rows = [("entry", "algorithm", "status", "size", "age")]
+    rows += [(str(e.path.relative_to(root)), e.algorithm, "finished" if e.finished else "unfinished",
+              _megabytes(e.size), _age(e.age)) for e in found]
+    width = [max(len(row[i]) for row in rows) for i in range(4)]
+    for row in rows:
+        print("  ".join(f"{cell:<{w}}" for cell, w in zip(row, width)) + f"  {row[4]}")
+    aside = set_aside(root)
+    print(f"{len(found)} entries under {root}, {_megabytes(sum(e.size for e in found))}; {len(aside)} set-aside "
+          f"item(s){' (fedkit cache clean removes them)' if aside else ''}")
+    return 0
+
+
+def _megabytes(n: int) -> str:
+    return f"{n / 2**20:.1f} MB"
+
+
+def _age(seconds: float) -> str:
+    for unit, length in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= length:
+            return f"{seconds / length:.0f} {unit}"
+    return f"{seconds:.0f} s"
+
+
 def parser() -> argparse.ArgumentParser:
-    """The ``fedkit`` command line: sub-commands run, list, figures and ledger."""
+    """The ``fedkit`` command line: sub-commands run, list, figures, cache and ledger."""
     top = _Parser(prog="fedkit", description=__doc__)
     sub = top.add_subparsers(dest="command", required=True)
     _run_parser(sub)
@@ -325,13 +335,19 @@ def parser() -> argparse.ArgumentParser:
                    help="list claims whose CSV predates a change to its algorithms' files (or has no provenance)")
     p.add_argument("--paper", choices=("taco", "feddual", "fadamgc", "drag", "peers"),
                    help="print this paper's table only (writes nothing)")
+    p = sub.add_parser("cache", help="list the run cache's entries, or clean what runs set aside as corrupt",
+                       description="Lists the cached runs (size, age, algorithm, finished or not); 'clean' removes "
+                                   "the entries and checkpoints that runs set aside as corrupt.")
+    p.add_argument("action", nargs="?", choices=("list", "clean"), default="list")
+    p.add_argument("--dry-run", action="store_true", help="clean: only say what would be removed")
+    p.add_argument("--dir", type=Path, default=None, help="the cache (default $FEDKIT_CACHE or ~/.cache/fedkit/runs)")
     return top
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
-        return {"run": cmd_run, "list": cmd_list, "figures": cmd_figures,
+        return {"run": cmd_run, "list": cmd_list, "figures": cmd_figures, "cache": cmd_cache,
                 "ledger": cmd_ledger}[args.command](args)
     except FedkitError as err:
         print(f"fedkit: error: {' '.join(str(err).splitlines())}", file=sys.stderr)

@@ -5,6 +5,7 @@ import dataclasses
 import difflib
 import functools
 import hashlib
+import inspect
 import json
 import math
 from dataclasses import dataclass, field
@@ -97,7 +98,7 @@ class Config:
         from .optim import make_optimizer, make_schedule
 
         schedule = make_schedule(self.lr_schedule, self.rounds, **self.lr_schedule_args)
-        name = self.optimizer or ALGORITHMS[self.algorithm].default_optimizer
+        name = self.optimizer or ALGORITHMS[self.algorithm].optimizer_for(self.algorithm_args)
         optimizer = make_optimizer(name, schedule, lr=self.lr, **self.optimizer_args)
         return Settings(num_clients=self.num_clients, clients_per_round=self.sampled_per_round(), rounds=self.rounds,
                         local_steps=self.local_steps, local_epochs=self.local_epochs, batch_size=self.batch_size,
@@ -155,6 +156,9 @@ def _validate(c: Config) -> None:
     for name in ("dataset_args", "partition_args", "model_args", "algorithm_args", "optimizer_args", "threat_args",
                  "lr_schedule_args"):
         need(isinstance(getattr(c, name), dict), name, "must be a mapping of option names to values")
+    if "lr" in c.optimizer_args:
+        raise ConfigError(f"optimizer_args cannot set lr: the client learning rate is the config field lr (got "
+                          f"optimizer_args={c.optimizer_args!r})")
     for name in ("num_clients", "rounds", "batch_size", "eval_every"):
         need(_is_int(getattr(c, name)) and getattr(c, name) >= 1, name, "must be an integer ≥ 1")
     need(_is_int(c.seed) and c.seed >= 0, "seed", "must be an integer ≥ 0")
@@ -187,6 +191,28 @@ def _validate(c: Config) -> None:
     # every combination with the run's settings.
     c.build_algorithm()
     make_threat(c.threat, **c.threat_args)
+    _check_tokens(c)
+
+
+def _check_tokens(c: Config) -> None:
+    """A model that reads token ids (one with a ``base``) needs a tokenized data set, tokenized for that base: ids
+    from one vocabulary mean nothing to another."""
+    from .data import DATASETS
+    from .models import MODELS
+
+    model = inspect.signature(MODELS[c.model]).parameters
+    data = inspect.signature(DATASETS[c.dataset]).parameters
+    if "base" not in model:
+        return
+    if "tokenizer" not in data:
+        texts = sorted(n for n, f in DATASETS.items() if "tokenizer" in inspect.signature(f).parameters)
+        raise ConfigError(f"model {c.model!r} reads token ids, but dataset {c.dataset!r} is not tokenized text; "
+                          f"use one of {', '.join(texts)}")
+    base = c.model_args.get("base", model["base"].default)
+    tokenizer = c.dataset_args.get("tokenizer", data["tokenizer"].default)
+    if base != tokenizer:
+        raise ConfigError(f"dataset_args tokenizer {tokenizer!r} is not the model's base {base!r} (model_args): "
+                          f"set both to the same base, e.g. dataset_args {{tokenizer: {base}}}")
 
 
 def _is_int(v) -> bool:

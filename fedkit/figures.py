@@ -81,23 +81,30 @@ def _log_written(paths: list[Path]) -> None:
             log.writelines(f"{path.absolute()}\n" for path in paths)
 
 
+def _code_state() -> tuple[str | None, list[str]]:
+    """The commit of the fedkit checkout and its uncommitted changes under fedkit/ (none outside a checkout)."""
+    root = Path(__file__).resolve().parent.parent
+    changed = (_git(root, "status", "--porcelain", "--", "fedkit") or "").splitlines()
+    return _git(root, "rev-parse", "HEAD"), changed[:20]
+
+
 def record_provenance(scale: str) -> dict:
-    """Where a figure's numbers came from: the fedkit commit (and fedkit/'s uncommitted changes, if any), the scale,
-    torch's thread count, the seconds since fedkit was imported (about the notebook's wall time), and every run of
-    this process by config key (algorithm files are what the ledger checks for staleness)."""
+    """Where a figure's numbers came from: the fedkit commit when this module was imported, i.e. the code the notebook
+    runs (and fedkit/'s uncommitted changes then, if any), the scale, torch's thread count, the seconds since fedkit
+    was imported (about the notebook's wall time), and every run of this process by config key (algorithm files are
+    what the ledger checks for staleness)."""
     import torch
 
     from . import IMPORTED_AT
     from .runner import seen_configs
 
-    root = Path(__file__).resolve().parent.parent
     runs = {key: {"algorithms": sorted({cfg.algorithm, *([cfg.algorithm_args["base"]]
                                                           if "base" in cfg.algorithm_args else [])}),
                   "dataset": cfg.dataset, "model": cfg.model, "seed": cfg.seed, "rounds": cfg.rounds,
                   "device": cfg.device}
             for key, cfg in seen_configs().items()}
-    return {"written": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "commit": _git(root, "rev-parse", "HEAD"),
-            "uncommitted": (_git(root, "status", "--porcelain", "--", "fedkit") or "").split("\n")[:20],
+    commit, uncommitted = CODE_STATE
+    return {"written": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "commit": commit, "uncommitted": uncommitted,
             "scale": scale, "threads": torch.get_num_threads(), "torch": torch.__version__,
             "seconds": round(time.time() - IMPORTED_AT, 1),
             "seeds": sorted({run["seed"] for run in runs.values()}),
@@ -110,6 +117,9 @@ def _git(root: Path, *args: str) -> str | None:
     except (OSError, subprocess.TimeoutExpired):
         return None
     return done.stdout.strip() if done.returncode == 0 else None
+
+
+CODE_STATE = _code_state()  # at import: a notebook imports this before its runs, so it names the code they ran
 
 
 def find_notebooks(targets: list[str | Path]) -> list[Path]:
@@ -131,6 +141,17 @@ def find_notebooks(targets: list[str | Path]) -> list[Path]:
             from .errors import FedkitError
             raise FedkitError(f"no notebook or folder at {str(target)!r}")
     return found
+
+
+def notebook_parameters(notebook: Path) -> list[str]:
+    """The names the notebook's cell tagged ``parameters`` sets (as papermill reads them; none if it cannot be read,
+    and then its run fails with the reason)."""
+    import papermill
+
+    try:
+        return list(papermill.inspect_notebook(str(notebook)))
+    except Exception:  # noqa: BLE001 - a broken notebook is reported when it runs
+        return []
 
 
 @dataclass
@@ -165,8 +186,15 @@ def run_notebooks(targets, scale: str = "small", seed: int = 0, device: str = "c
     clash = sorted(set(params) & {"scale", "seed", "device"})
     if clash:
         raise ConfigError(f"set {clash} with their own options, not as notebook parameters")
-    parameters = {"scale": scale, "seed": seed, "device": device, **params}
-    tasks = [(notebook, Path(output_dir) / notebook.parent.name / notebook.name, parameters)
+    known = {notebook: notebook_parameters(notebook) for notebook in notebooks} if params else {}
+    for name in params:
+        if not any(name in names for names in known.values()):
+            names = ", ".join(sorted(set().union(*known.values())))
+            where = f"notebook {str(notebooks[0])!r}" if len(notebooks) == 1 else f"the {len(notebooks)} notebooks"
+            raise ConfigError(f"unknown notebook parameter {name!r}: the parameters cell of {where} sets {names}")
+    tasks = [(notebook, Path(output_dir) / notebook.parent.name / notebook.name,
+              {"scale": scale, "seed": seed, "device": device,
+               **{k: v for k, v in params.items() if k in known[notebook]}})
              for notebook in notebooks]
     if jobs == 1:
         return [_execute(*task) for task in tasks]

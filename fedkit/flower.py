@@ -4,7 +4,8 @@ broadcast and message, threats, aggregation, evaluation, cache and checkpoints) 
 own SuperNode, with the algorithm's client hooks and the sequential engine. The algorithm files are not touched.
 
 - The server sends a training client its model, the algorithm's message and its BatchNorm statistics as
-  ``ArrayRecord``s, and the round and η_l as a ``ConfigRecord``; the client replies with its uploads.
+  ``ArrayRecord``s, and the round, η_l and the config's fields as a ``ConfigRecord``; the client replies with its
+  uploads.
 - The client holds its own data (partition ``partition-id`` of the config's partition, the same seed), draws its own
   minibatches from the config's seeded stream for (round, client), and keeps its state (SCAFFOLD's c_i, FedDyn's
   gradient memory, FAdamGC's trackers, ...) in ``Context.state``, where Flower keeps client state.
@@ -12,12 +13,14 @@ own SuperNode, with the algorithm's client hooks and the sequential engine. The 
 
 ``run_flower(cfg)`` runs a config through Flower's simulation engine on this machine (one SuperNode per client) and
 returns the same ``History`` as ``fedkit.run``. For ``flwr run`` (a simulation federation, or a SuperLink with real
-SuperNodes: README, "Flower"), ``serverapp`` and ``clientapp`` below read the config from the run config's
-``fedkit-config`` (a YAML file of Config fields, as ``fedkit run --config`` takes) and the server saves the History
-under ``fedkit-out`` (default ``runs``).
+SuperNodes: README, "Flower"), ``serverapp`` below reads the config from the run config's ``fedkit-config`` (a YAML
+file of Config fields, as ``fedkit run --config`` takes, relative to the App's folder), sends it to ``clientapp``
+with every round, and saves the History under ``fedkit-out`` (default ``runs``). A simulated federation needs one
+SuperNode per client; the server refuses one with fewer.
 """
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterable
 from logging import INFO
@@ -27,13 +30,15 @@ import torch
 from flwr.app import ArrayRecord, ConfigRecord, Context, Message, MetricRecord, RecordDict
 from flwr.clientapp import ClientApp
 from flwr.common import log
+from flwr.common.config import get_project_dir
 from flwr.serverapp import Grid, ServerApp
 from flwr.serverapp.strategy import Strategy
 from flwr.simulation import run_simulation
+from flwr.superlink.grid.inmemory_grid import InMemoryGrid
 
-from .algorithms import Algorithm
-from .cli import load_config
+from .algorithms import ALGORITHMS, Algorithm
 from .config import Config
+from .configfile import load_config
 from .engine import ClientInput, RoundResult
 from .errors import ConfigError, FedkitError
 from .federation import Federation, Sent
@@ -47,9 +52,9 @@ def run_flower(cfg: Config, *, cache=None, progress: bool = True, backend_config
     """Train ``cfg`` through Flower's simulation engine (``cache`` and ``progress`` as in ``fedkit.run``; the
     default cache is the ``flower`` folder of fedkit's, so that a run of the built-in engines is not taken for
     one on Flower)."""
+    refuse(cfg)
     run = Run(cfg, cache=_cache(cache), progress=progress)
     if run.active:
-        _refuse(run.fed)  # before starting the simulation
         failure: list[BaseException] = []
         run_simulation(server_app=server_app(run, failure), client_app=client_app(cfg),
                        num_supernodes=cfg.num_clients,
@@ -69,7 +74,7 @@ def server_app(run: Run | None = None, failure: list | None = None) -> ServerApp
 
     @app.main()
     def main(grid: Grid, context: Context) -> None:
-        this = run or Run(_config(context), cache=_cache(None))
+        this = run or Run(_config(context, grid), cache=_cache(None))
         try:
             if this.active:  # not a finished run from the cache
                 FedkitStrategy(this).start(grid, _record({"w": this.state.w}), this.cfg.rounds - this.state.t)
@@ -78,8 +83,9 @@ def server_app(run: Run | None = None, failure: list | None = None) -> ServerApp
                 raise
             failure.append(err)
         if run is None:
-            out = Path(str(context.run_config.get("fedkit-out", "runs")))
+            out = Path(str(context.run_config.get("fedkit-out", "runs"))).absolute()
             this.finish().save(out / f"{this.cfg.algorithm}-{this.cfg.key()}")
+            log(INFO, "fedkit: history saved to %s", out / f"{this.cfg.algorithm}-{this.cfg.key()}")
 
     return app
 
@@ -92,10 +98,11 @@ class FedkitStrategy(Strategy):
     has stopped (a target reached, divergence, no eligible client) send nothing."""
 
     def __init__(self, run: Run):
-        _refuse(run.fed)  # a deployment reaches this without run_flower
+        refuse(run.cfg)  # a deployment reaches this without run_flower
         run.fed.engine_name = "flower"  # what the history's engine column says: the clients train on Flower
         run.bar.set_description(f"{run.cfg.algorithm} (flower)")
         self.run, self.nodes, self.sent = run, None, None
+        self.fields = json.dumps(run.cfg.to_dict())  # the config, sent to the clients with every round
 
     def configure_train(self, server_round: int, arrays: ArrayRecord, config: ConfigRecord, grid: Grid
                         ) -> list[Message]:
@@ -107,7 +114,7 @@ class FedkitStrategy(Strategy):
         return [Message(RecordDict({"model": _record({"w": c.w0[j]}),
                                     "message": _record({k: v[j] for k, v in c.recv.items()}),
                                     "buffers": _record({k: v[j] for k, v in sent.buffers.items()}),
-                                    "config": ConfigRecord({"t": c.t, "lr": c.lr})}),
+                                    "config": ConfigRecord({"t": c.t, "lr": c.lr, "fedkit": self.fields})}),
                         message_type="train", dst_node_id=self.nodes[i], group_id=str(c.t))
                 for j, i in enumerate(sent.trained_ids.tolist())]
 
@@ -132,8 +139,8 @@ class FedkitStrategy(Strategy):
 
 
 def client_app(cfg: Config | None = None) -> ClientApp:
-    """A ClientApp for ``cfg`` (None: the run config's ``fedkit-config``): SuperNode ``partition-id`` = i trains
-    as client i."""
+    """A ClientApp for ``cfg`` (None: the config the server sends with each round): SuperNode ``partition-id`` = i
+    trains as client i."""
     app = ClientApp()
     built: dict[str, _Client] = {}  # per process: the client side of a config (data, partition, model)
 
@@ -143,7 +150,7 @@ def client_app(cfg: Config | None = None) -> ClientApp:
 
     @app.train()
     def train(msg: Message, context: Context) -> Message:
-        config = cfg or _config(context)
+        config = cfg or Config.from_dict(json.loads(str(msg.content["config"]["fedkit"])))
         client = built.get(config.key()) or built.setdefault(config.key(), _Client(config))
         return Message(client.train(msg.content, context, _partition_id(context)), reply_to=msg)
 
@@ -198,11 +205,21 @@ def _result(sent: Sent, replies: Iterable[Message], nodes: dict[int, int]) -> Ro
                        [float(r["metrics"]["seconds"]) for r in rows], stack("buffers"))
 
 
-def _partition_nodes(grid: Grid, count: int, timeout: float = 300.0) -> dict[int, int]:
-    """{partition id: node id} of the ``count`` SuperNodes, once they have all connected."""
-    start = time.monotonic()
+def _partition_nodes(grid: Grid, count: int, timeout: float = 300.0, settle: float = 2.0) -> dict[int, int]:
+    """{partition id: node id} of the ``count`` SuperNodes, once they have all connected. A simulation registers
+    all its SuperNodes at once: one with fewer is refused once their number has not changed for ``settle`` seconds
+    (a deployment's SuperNodes may connect later: it waits up to ``timeout``)."""
+    start = changed = time.monotonic()
+    seen = 0
     while len(nodes := list(grid.get_node_ids())) < count:
-        if time.monotonic() - start > timeout:
+        now = time.monotonic()
+        if len(nodes) != seen:
+            seen, changed = len(nodes), now
+        if isinstance(grid, InMemoryGrid) and nodes and now - changed > settle:
+            raise FedkitError(f"the simulated federation has {len(nodes)} SuperNodes, but the config's "
+                              f"num_clients={count} needs one per client: flwr run . --federation-config "
+                              f"'num-supernodes={count}' (README, \"Flower\")")
+        if now - start > timeout:
             raise FedkitError(f"only {len(nodes)} of {count} SuperNodes connected within {timeout:.0f} s")
         time.sleep(0.05)
     asks = [Message(RecordDict(), message_type="query", dst_node_id=n) for n in nodes]
@@ -216,22 +233,31 @@ def _cache(cache):
     return default_cache() / "flower" if cache in (None, True) else cache
 
 
-def _config(context: Context) -> Config:
-    """The Config named by the run config's ``fedkit-config`` (a YAML file of Config fields)."""
+def _config(context: Context, grid: Grid) -> Config:
+    """The Config named by the run config's ``fedkit-config`` (a YAML file of Config fields; a relative path is
+    read from the Flower App's folder, where ``flwr run`` installed it)."""
     path = context.run_config.get("fedkit-config")
     if not path:
         raise ConfigError("the Flower run config has no 'fedkit-config' (the path of a fedkit YAML config)")
-    return load_config(str(path))
+    run = grid.run
+    if run.fab_id.count("/") == 1:
+        path = get_project_dir(run.fab_id, run.fab_version, run.fab_hash) / str(path)
+    return load_config(path)
 
 
 def _partition_id(context: Context) -> int:
     return int(context.node_config["partition-id"])
 
 
-def _refuse(fed: Federation) -> None:
-    """Algorithms the adapter cannot run yet, named."""
-    if type(fed.algorithm).client_models is not Algorithm.client_models:
-        raise ConfigError(f"algorithm {fed.cfg.algorithm!r} evaluates each client's own model on the server, "
+def refuse(cfg: Config) -> None:
+    """What the Flower backend cannot run, named: the clients train one at a time on the sequential engine, and
+    keep their state (so the server cannot evaluate each client's own model)."""
+    if cfg.compile or cfg.engine == "vectorized":
+        option = "compile=True" if cfg.compile else "engine 'vectorized'"
+        raise ConfigError(f"the Flower backend does not support {option}: its clients train one at a time on the "
+                          "sequential engine; leave engine 'auto' and compile false")
+    if ALGORITHMS[cfg.algorithm].client_models is not Algorithm.client_models:
+        raise ConfigError(f"algorithm {cfg.algorithm!r} evaluates each client's own model on the server, "
                           "which the Flower backend cannot yet (the clients keep their state)")
 
 

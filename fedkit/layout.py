@@ -19,6 +19,8 @@ from torch import nn
 
 from .errors import ConfigError
 
+Selection = str | list[str]  # the type of an option that selects tensors (a spec above, or a list of them)
+
 
 @dataclass(frozen=True)
 class Entry:
@@ -56,28 +58,30 @@ class Layout:
     def names(self) -> list[str]:
         return [t.name for t in self.tensors]
 
-    def select(self, spec) -> list[Entry]:
-        """The tensors a spec names, in flat order; a spec that selects nothing is an error naming it."""
+    def select(self, spec: Selection, what: str = "layer selection") -> list[Entry]:
+        """The tensors a spec names, in flat order; a spec that selects nothing is an error naming it (and ``what``
+        the spec is, e.g. an algorithm's option)."""
         specs = [spec] if isinstance(spec, str) else list(spec)
         chosen = set()
         for s in specs:
-            found = self._one(s)
+            found = self._one(s, what)
             if not found:
-                raise ConfigError(f"layer selection {s!r} matches no parameter tensor; tensors: {self.names}")
+                raise ConfigError(f"{what} {s!r} matches no parameter tensor; tensors: {self.names}")
             chosen |= {t.name for t in found}
         return [t for t in self.tensors if t.name in chosen]
 
-    def _one(self, spec: str) -> list[Entry]:
+    def _one(self, spec: str, what: str) -> list[Entry]:
         if not isinstance(spec, str):
-            raise ConfigError(f"a layer selection must be a string or a list of strings, got {spec!r}")
+            raise ConfigError(f"{what} must be a string or a list of strings, got {spec!r}")
         if spec == "all":
             return self.tensors
         if spec == "output":
             return self._layers(self.layers[-1:])
         if spec.startswith("last:"):
             count = spec[5:]
-            if not count.isdigit() or int(count) < 1:
-                raise ConfigError(f"layer selection {spec!r}: 'last:N' needs an integer N ≥ 1")
+            if not count.isdigit() or not 1 <= int(count) <= len(self.layers):
+                raise ConfigError(f"{what} {spec!r}: 'last:N' needs an integer N in [1, {len(self.layers)}] (the "
+                                  f"model's parameterised layers: {', '.join(self.layers)})")
             return self._layers(self.layers[-int(count):])
         if spec == "head":
             kinds = {t.layer: t.kind for t in self.tensors}
@@ -100,9 +104,9 @@ class Layout:
         ranges = [torch.arange(t.slice.start, t.slice.stop, device=device) for t in entries]
         return torch.cat(ranges) if ranges else torch.zeros(0, dtype=torch.long, device=device)
 
-    def mask(self, spec, device=None) -> torch.Tensor:
+    def mask(self, spec: Selection, device=None, what: str = "layer selection") -> torch.Tensor:
         """Boolean [dim] mask of the selected coordinates of the flat vector."""
         mask = torch.zeros(self.dim, dtype=torch.bool, device=device)
-        for t in self.select(spec):
+        for t in self.select(spec, what):
             mask[t.slice] = True
         return mask

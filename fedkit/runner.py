@@ -6,8 +6,10 @@ from __future__ import annotations
 import hashlib
 import io
 import itertools
+import json
 import os
 import shutil
+import sys
 import time
 import warnings
 from collections.abc import Callable
@@ -67,7 +69,8 @@ class Run:
             except FedkitError as err:
                 _set_aside(self.run_dir, f"{err}; training it again")
         self.fed = fed = Federation(cfg)
-        saved = _load_checkpoint(self.run_dir) if self.run_dir is not None else None
+        started = self.run_dir is not None and any((self.run_dir / n).exists() for n in CHECKPOINTS)
+        saved = _load_checkpoint(self.run_dir) if started else None
         if saved is not None:
             self.state = FedState(**saved["state"])
             self.round_rows, self.client_rows = saved["rounds"], saved["clients"]
@@ -75,6 +78,11 @@ class Run:
         else:
             self.state, self.client_rows, self.models = fed.initial(), [], {}
             self.round_rows = [{"round": 0, **fed.evaluate_all(self.state), "diverged": False}]
+        if started:  # said even with progress off: the run does not start at round 1 as asked, or starts again
+            print(f"fedkit: {cfg.algorithm} run {cfg.key()} resumes from its checkpoint after round {self.state.t} "
+                  f"of {cfg.rounds}" if saved is not None else
+                  f"fedkit: {cfg.algorithm} run {cfg.key()} starts again at round 1 (no readable checkpoint)",
+                  file=sys.stderr)
         self.diverged = any(r["diverged"] for r in self.round_rows)
         self.stopped = self.diverged
         self.bar = tqdm(total=cfg.rounds, initial=self.state.t, disable=not progress or self.diverged,
@@ -119,7 +127,7 @@ class Run:
             self.models[s.t] = s.w.detach().cpu().clone()
         if self.run_dir is not None:
             _save_checkpoint(self.run_dir, {"state": asdict(s), "rounds": self.round_rows, "clients": self.client_rows,
-                                            "models": self.models})
+                                            "models": self.models}, cfg)
         self.bar.update()
         self.bar.set_postfix(acc=f"{scores['test_accuracy']:.4f}", loss=f"{record['train_loss']:.4f}")
         for callback in self.callbacks:
@@ -141,8 +149,12 @@ class Run:
                                self.diverged, ended_early, s.w, self.models)
         if self.run_dir is not None:
             self.history.save(self.run_dir, fmt="parquet")
-            for name in ("checkpoint.pt", "checkpoint.prev.pt"):
+            for name in (*CHECKPOINTS, CONFIG):
                 (self.run_dir / name).unlink(missing_ok=True)
+            for stray in self.run_dir.glob(".*.tmp"):  # a write cut short by a kill (``replacing`` names them)
+                pid = stray.name.split(".")[-2]
+                if not (pid.isdigit() and _alive(int(pid))):
+                    stray.unlink(missing_ok=True)
         return self.history
 
 
@@ -220,11 +232,17 @@ def _simulated_seconds(cfg: Config, rnd: Round, clients: list[dict]) -> float:
 
 
 # ---- checkpoints: a digest catches corruption; a bad one is set aside and the previous one (or round 0) used
-def _save_checkpoint(run_dir: Path, payload: dict) -> None:
+CHECKPOINTS = ("checkpoint.pt", "checkpoint.prev.pt")
+CONFIG = "config.json"  # an unfinished run's config (a finished one's is in meta.json), for ``fedkit cache``
+
+
+def _save_checkpoint(run_dir: Path, payload: dict, cfg: Config) -> None:
     buffer = io.BytesIO()
     torch.save(payload, buffer)
     data = buffer.getvalue()
     run_dir.mkdir(parents=True, exist_ok=True)
+    if not (run_dir / CONFIG).exists():
+        (run_dir / CONFIG).write_text(json.dumps(cfg.to_dict(), default=str))
     current, previous = run_dir / "checkpoint.pt", run_dir / "checkpoint.prev.pt"
     with replacing(current) as path:
         path.write_bytes(hashlib.sha256(data).hexdigest().encode() + b"\n" + data)
@@ -233,7 +251,7 @@ def _save_checkpoint(run_dir: Path, payload: dict) -> None:
 
 
 def _load_checkpoint(run_dir: Path) -> dict | None:
-    for path in (run_dir / "checkpoint.pt", run_dir / "checkpoint.prev.pt"):
+    for path in (run_dir / name for name in CHECKPOINTS):
         if not path.exists():
             continue
         raw = path.read_bytes()
@@ -248,6 +266,17 @@ def _load_checkpoint(run_dir: Path) -> dict | None:
             warnings.warn(f"checkpoint {path} is corrupt ({err}); moved to {corrupt.name}, resuming from an "
                           "earlier state", stacklevel=3)
     return None
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (it may still write its temporary file)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _set_aside(run_dir: Path, why: str) -> None:

@@ -40,7 +40,8 @@ class Threat:
 class ChosenClients(Threat):
     """A threat carried out by a fixed set of clients (``count`` of them, or a ``fraction`` of all), picked once."""
 
-    def __init__(self, fraction: float | None = None, count: int | None = None):
+    def __init__(self, fraction: Annotated[float, "(0, 1)"] | None = None,
+                 count: Annotated[int, "[1, inf)"] | None = None):
         if (fraction is None) == (count is None):
             raise ConfigError(f"{self.name}: give exactly one of fraction and count, got fraction={fraction!r}, "
                               f"count={count!r}")
@@ -94,8 +95,8 @@ class RandomScaling(ChosenClients):
 
     name = "random_scaling"
 
-    def __init__(self, fraction: float | None = None, count: int | None = None,
-                 variance: Annotated[float, "(0, inf)"] = 3.0):
+    def __init__(self, fraction: Annotated[float, "(0, 1)"] | None = None,
+                 count: Annotated[int, "[1, inf)"] | None = None, variance: Annotated[float, "(0, inf)"] = 3.0):
         super().__init__(fraction, count)
         self.variance = variance
 

@@ -25,6 +25,7 @@ import fedkit.cli
 from fedkit import Config, ConfigError
 from fedkit.data import load_dataset
 from fedkit.errors import DataFileError
+from fedkit.federation import Federation
 
 
 @dataclass
@@ -60,6 +61,14 @@ def cli(*argv: str) -> Callable[[Path], None]:
 def config(**values) -> Callable[[Path], object]:
     """The input ``Config(**values)``."""
     return lambda tmp: Config(**values)
+
+
+FIG4 = Path(__file__).parents[1] / "notebooks" / "drag" / "fig4_cifar10_client_drift.ipynb"
+
+
+def federation(**values) -> Callable[[Path], object]:
+    """The input ``Federation(Config(**values))`` on digits with the 4-layer MLP (where the model is built)."""
+    return lambda tmp: Federation(Config(**{"dataset": "digits", "model": "mlp", **values}))
 
 
 def load(name: str) -> Callable[[Path], object]:
@@ -154,6 +163,11 @@ ROWS = [
         r"argument --scale: invalid choice: 'huge'"),
     Row("figures: missing notebook", cli("figures", "{tmp}/nope.ipynb"), CliRefused,
         r"no notebook or folder at '\S+/nope\.ipynb'"),
+    Row("figures: unknown -p name", cli("figures", str(FIG4), "--scale", "ci", "-p", "no_such_param=1"), CliRefused,
+        r"unknown notebook parameter 'no_such_param': the parameters cell of notebook '\S+fig4_cifar10_client_drift"
+        r"\.ipynb' sets device, n_seeds, scale, seed, stand_in, target"),
+    Row("figures: -p value not YAML", cli("figures", "-p", "stand_in={{fashion"), CliRefused,
+        r"argument -p/--param: stand_in: '\{fashion' is not valid YAML: expected ',' or '\}', but got '<stream end>'"),
     # ---- data files: IDX (mnist, fashion_mnist) ----
     Row("mnist: truncated .gz", load("mnist"), DataFileError,
         TRAIN_IMAGES + r"cannot be read \(Compressed file ended before.*" + REDOWNLOAD,
@@ -223,6 +237,19 @@ ROWS = [
         r"optimizer 'adam': eps must be finite, got nan"),
     Row("config: unknown keyword", config(learning_rate=0.05), ConfigError,
         r"unknown config field\(s\) \['learning_rate'\] \(did you mean 'lr'\?\)"),
+    # ---- combinations of fields (fedkit/config.py; layer selections once the model is built) ----
+    Row("sgd: lr in optimizer_args", config(optimizer="sgd", optimizer_args={"lr": 0.1}), ConfigError,
+        r"optimizer_args cannot set lr: the client learning rate is the config field lr"),
+    Row("lora_transformer: tokenizer of another base", config(dataset="sst2", model="lora_transformer",
+                                                                model_args={"base": "tiny_random"}), ConfigError,
+        r"dataset_args tokenizer 'minilm' is not the model's base 'tiny_random'"),
+    Row("lora_transformer: data set not text", config(dataset="adult", model="lora_transformer"), ConfigError,
+        r"model 'lora_transformer' reads token ids, but dataset 'adult' is not tokenized text; use one of .*sst2"),
+    Row("fedpvr: last:99 on a 4-layer MLP", federation(algorithm="fedpvr", algorithm_args={"layers": "last:99"}),
+        ConfigError, r"fedpvr: layers 'last:99': 'last:N' needs an integer N in \[1, 4\] \(the model's parameterised "
+                     r"layers: net\.1, net\.3, net\.5, net\.7\)"),
+    Row("fedpvr: head of an all-Linear MLP", federation(algorithm="fedpvr"), ConfigError,
+        r"fedpvr: layers 'head' selects every parameter tensor of the model .* which makes FedPVR SCAFFOLD"),
 ]
 
 

@@ -11,7 +11,8 @@ import yaml
 
 import fedkit.cli
 from fedkit import Config, ConfigError
-from fedkit.cli import FLOAT_FIELDS, HELP, configs, load_config, main, parser
+from fedkit.cli import HELP, configs, main, parser
+from fedkit.configfile import FLOAT_FIELDS, load_config
 
 
 def run_configs(*argv: str) -> dict[str, Config]:

@@ -3,6 +3,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from test_algorithms import ENGINES, W0, client_problem, final_weights, toy_config
 from test_run import client_results, digits_config, results
 
 from fedkit import ConfigError, run
@@ -159,3 +160,41 @@ def test_the_special_case_moves_every_coordinate_at_most_eta_l_a_step():
         moved = (rnd.after.w - w).abs().max().item()
         assert 0 < moved <= 7 * 0.01 * (1 + 1e-5)
         w = rnd.after.w
+
+
+def fadamgc_reference(b, a, rounds, steps, lr, reset_moments):
+    """FAdamGC by hand on quadratic clients (exact gradients A_i (w − b_i)), full participation, every client
+    tracking, uniform weights, η_g = 1, the client Adam with bias correction; with reset_moments=False each client's
+    moments and step count go on from where its last round left them."""
+    n, x, y = len(b), np.array(W0), np.zeros(2)
+    y_i, m, v, t = np.zeros((n, 2)), np.zeros((n, 2)), np.zeros((n, 2)), np.zeros(n)
+    for _ in range(rounds):
+        if reset_moments:
+            m, v, t = np.zeros((n, 2)), np.zeros((n, 2)), np.zeros(n)
+        deltas, dys = [], []
+        for i in range(n):
+            w, tracked = x.copy(), np.zeros(2)
+            for _ in range(steps):
+                g = a[i] @ (w - b[i])
+                d = g + y - y_i[i]  # the correction before the moments
+                t[i] += 1
+                m[i], v[i] = 0.9 * m[i] + 0.1 * d, 0.999 * v[i] + 0.001 * d * d
+                w = w - lr * (m[i] / (1 - 0.9 ** t[i])) / (np.sqrt(v[i] / (1 - 0.999 ** t[i])) + 1e-8)
+                tracked += g
+            deltas.append(w - x)
+            dys.append(tracked / steps - y_i[i])
+            y_i[i] = tracked / steps
+        x, y = x + np.mean(deltas, axis=0), y + np.sum(dys, axis=0) / n
+    return x
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("reset_moments", [True, False])
+def test_kept_moments_carry_over_from_round_to_round(engine, reset_moments):
+    cfg = toy_config(engine=engine, algorithm="fadamgc", algorithm_args={"reset_moments": reset_moments},
+                     optimizer="adam", lr=0.05, rounds=3)
+    b, a, _ = client_problem(cfg)
+    expected = fadamgc_reference(b, a, 3, cfg.local_steps, 0.05, reset_moments)
+    other = fadamgc_reference(b, a, 3, cfg.local_steps, 0.05, not reset_moments)
+    assert np.abs(expected - other).max() > 1e-3  # the switch matters on this problem
+    np.testing.assert_allclose(final_weights(cfg), expected, rtol=1e-5, atol=1e-6)

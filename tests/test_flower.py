@@ -1,11 +1,18 @@
 """fedkit on Flower's simulation engine (fedkit.flower): the same history as the sequential engine, each client's
 state kept in Flower's Context.state. Skipped where the flower extra is not installed (CI installs it)."""
+import os
+import shutil
+import socket
+import subprocess
+from pathlib import Path
+
 import pandas as pd
 import pytest
 import torch
 from test_run import client_results, digits_config, results
 
-from fedkit import ConfigError, run
+from fedkit import ConfigError, FedkitError, History, run
+from fedkit.configfile import load_config
 
 pytest.importorskip("flwr", reason="the flower extra is not installed (pip install -e '.[flower]')")
 from fedkit.flower import run_flower  # noqa: E402
@@ -32,6 +39,15 @@ def test_flower_refuses_an_algorithm_that_evaluates_the_clients_models_on_the_se
         run_flower(cfg, cache=False, progress=False)
 
 
+@pytest.mark.parametrize("option", [["--compile", "true"], ["--engine", "vectorized"]])
+def test_fedkit_run_backend_flower_refuses_the_options_it_cannot_honour(option, capsys):
+    from fedkit.cli import main
+
+    assert main(["run", "--backend", "flower", "--dataset", "digits", "--model", "mlp", *option]) == 2
+    assert capsys.readouterr().err.startswith(f"fedkit: error: the Flower backend does not support "
+                                              f"{'compile=True' if option[0] == '--compile' else 'engine'}")
+
+
 def test_fedkit_run_backend_flower_saves_the_history(tmp_path):
     from fedkit import History
     from fedkit.cli import main
@@ -46,3 +62,57 @@ def test_fedkit_run_backend_flower_saves_the_history(tmp_path):
     assert list(saved.rounds["engine"][1:]) == ["flower", "flower"]
     torch.testing.assert_close(saved.weights, run(cfg, cache=False, progress=False).weights, rtol=1e-5, atol=1e-6)
 
+
+
+def test_a_simulated_federation_with_fewer_supernodes_than_clients_is_refused_at_once():
+    from flwr.superlink.grid.inmemory_grid import InMemoryGrid
+
+    from fedkit.flower import _partition_nodes
+
+    class TwoNodes(InMemoryGrid):  # a simulation's grid, its SuperNodes registered
+        def __init__(self):
+            pass
+
+        def get_node_ids(self):
+            return [11, 12]
+
+    with pytest.raises(FedkitError, match="has 2 SuperNodes, but the config's num_clients=5 needs one per client: "
+                                          "flwr run . --federation-config 'num-supernodes=5'"):
+        _partition_nodes(TwoNodes(), 5, timeout=60.0, settle=0.2)
+
+
+def test_the_flower_example_runs_as_the_readme_says_from_an_empty_home(tmp_path):
+    """README's command for examples/flower, run as a new user runs it: no ~/.flwr, an empty fedkit cache; flwr
+    starts its local SuperLink (on free ports; stopped afterwards) and the simulation trains the example's config."""
+    flwr = shutil.which("flwr")
+    psutil = pytest.importorskip("psutil")
+    if flwr is None:
+        pytest.skip("the flwr command is not on PATH")
+    root = Path(__file__).parents[1]
+    command = next(line.split("#")[0].strip() for line in (root / "README.md").read_text().splitlines()
+                   if line.startswith("cd examples/flower && flwr run ."))
+    ports = [_free_port(), _free_port()]
+    env = {**os.environ, "HOME": str(tmp_path), "FEDKIT_CACHE": str(tmp_path / "cache"),
+           "FLWR_LOCAL_SUPERLINK_HTTP_API_PORT": str(ports[0]), "FLWR_LOCAL_CONTROL_API_PORT": str(ports[1]),
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))}
+    out = tmp_path / "runs"
+    try:
+        done = subprocess.run(["bash", "-c", f"{command} --run-config \"fedkit-out='{out}'\""], cwd=root, env=env,
+                              capture_output=True, text=True, timeout=500)
+    finally:  # the SuperLink that flwr started for this HOME (and its SuperExec, which follows it)
+        for p in psutil.process_iter(["cmdline"]):
+            if f"127.0.0.1:{ports[1]}" in " ".join(p.info["cmdline"] or []):
+                p.terminate()
+    cfg = load_config(root / "examples" / "flower" / "config.yaml")
+    folder = out / f"{cfg.algorithm}-{cfg.key()}"
+    assert done.returncode == 0 and folder.is_dir(), done.stdout[-3000:] + done.stderr[-3000:]
+    saved = History.load(folder)
+    assert list(saved.rounds["engine"][1:]) == ["flower"] * cfg.rounds
+    alone = run(cfg.replace(engine="sequential"), cache=False, progress=False)
+    torch.testing.assert_close(saved.weights, alone.weights, rtol=1e-5, atol=1e-6)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

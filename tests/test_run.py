@@ -1,4 +1,5 @@
 """The round loop: engines agree, seeds fix everything, divergence is recorded, runs resume exactly."""
+import subprocess
 import sys
 
 import numpy as np
@@ -210,3 +211,54 @@ def test_the_final_model_and_snapshots_survive_the_cache_and_a_resume(tmp_path):
     assert all(torch.equal(resumed.models[t], fresh.models[t]) for t in fresh.models)
     with pytest.raises(ConfigError, match="snapshots"):
         digits_config(snapshots=-1)
+
+
+def test_a_resumed_run_says_so_and_from_which_round_and_leaves_no_temporary(tmp_path, capsys):
+    cfg = digits_config(rounds=4)
+
+    def kill_mid_write(record, w):  # what a kill during a checkpoint write leaves: another process's temporary
+        if record["round"] == 2:
+            dead = subprocess.Popen(["true"])
+            dead.wait()
+            (tmp_path / cfg.key() / f".checkpoint.pt.{dead.pid}.tmp").write_bytes(b"half a checkpoint")
+            raise Killed
+
+    with pytest.raises(Killed):
+        run(cfg, cache=tmp_path, progress=False, callbacks=(kill_mid_write,))
+    capsys.readouterr()
+    run(cfg, cache=tmp_path, progress=False)
+    assert capsys.readouterr().err == (f"fedkit: fedavg run {cfg.key()} resumes from its checkpoint after round 2 "
+                                       "of 4\n")
+    assert sorted(p.name for p in (tmp_path / cfg.key()).iterdir()) == [
+        "clients.parquet", "meta.json", "models.pt", "rounds.parquet"]
+    for name in ("checkpoint.pt", "checkpoint.prev.pt"):  # no readable checkpoint left: it says it starts again
+        (tmp_path / "again" / cfg.key()).mkdir(parents=True, exist_ok=True)
+        (tmp_path / "again" / cfg.key() / name).write_bytes(b"garbage")
+    with pytest.warns(UserWarning, match="is corrupt"):
+        run(cfg, cache=tmp_path / "again", progress=False)
+    assert capsys.readouterr().err.endswith("starts again at round 1 (no readable checkpoint)\n")
+
+
+def test_fedkit_cache_lists_entries_and_cleans_what_was_set_aside(tmp_path, capsys):
+    from fedkit.cli import main
+
+    finished, unfinished = digits_config(rounds=1), digits_config(rounds=3, algorithm="scaffold")
+    run(finished, cache=tmp_path, progress=False)
+    with pytest.raises(Killed):
+        run(unfinished, cache=tmp_path, progress=False, callbacks=(kill_at(2),))
+    aside = tmp_path / f"{finished.key()}.corrupt-20250101-000000-0"
+    aside.mkdir()
+    (aside / "meta.json").write_text("{broken")
+    (tmp_path / unfinished.key() / "checkpoint.prev.pt.corrupt").write_bytes(b"x")
+    assert main(["cache", "--dir", str(tmp_path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["entry", "algorithm", "status", "size", "age"]
+    rows = {line.split()[0]: line.split()[1:3] for line in lines[1:-1]}
+    assert rows == {finished.key(): ["fedavg", "finished"], unfinished.key(): ["scaffold", "unfinished"]}
+    assert lines[-1].startswith(f"2 entries under {tmp_path}") and "2 set-aside item(s)" in lines[-1]
+    assert main(["cache", "clean", "--dry-run", "--dir", str(tmp_path)]) == 0
+    assert aside.exists() and "would remove" in capsys.readouterr().out
+    assert main(["cache", "clean", "--dir", str(tmp_path)]) == 0
+    assert not aside.exists() and not (tmp_path / unfinished.key() / "checkpoint.prev.pt.corrupt").exists()
+    assert (tmp_path / finished.key() / "meta.json").exists() and (tmp_path / unfinished.key()).exists()
+    assert capsys.readouterr().out.splitlines()[-1] == f"2 set-aside item(s) under {tmp_path}"

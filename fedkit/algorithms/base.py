@@ -61,6 +61,11 @@ class Algorithm:
         self.run, self.weighting = run, weighting
         self.optimizer = run.optimizer
 
+    @classmethod
+    def optimizer_for(cls, hyper: dict) -> str:
+        """The client optimizer of a config that names none, given the algorithm's hyper-parameters."""
+        return cls.default_optimizer
+
     # ---- server: state, and what each sampled client receives
     def init(self, w0: torch.Tensor, layout: Layout) -> Tensors:
         """Server state; ``layout`` names the tensors of the flat vector (for selections, ``Layout.mask``)."""

@@ -48,8 +48,11 @@ class FAdamGC(LocalAdam):
         return {"y": torch.zeros_like(w0)}
 
     def client_init(self, w0):
-        kept = {"y_i": torch.zeros_like(w0)}
-        return kept if self.reset_moments else {**kept, "opt": self.optimizer.init(w0)}
+        return {"y_i": torch.zeros_like(w0), **self._kept_moments(self.optimizer.init(w0))}
+
+    def _kept_moments(self, opt):
+        """The client Adam's state as kept tensors (reset_moments=False; kept state is flat: "opt_m", ...)."""
+        return {} if self.reset_moments else {f"opt_{k}": v for k, v in opt.items()}
 
     def message(self, w, state, rnd):
         """y, and which of the sampled clients track this round (T_t, drawn from the run's seed and t)."""
@@ -64,7 +67,8 @@ class FAdamGC(LocalAdam):
         return self.run.clients_per_round if self.tracked is None else self.tracked
 
     def local_init(self, c):
-        opt = self.optimizer.init(c.w0) if self.reset_moments else c.kept["opt"]
+        opt = self.optimizer.init(c.w0) if self.reset_moments else {k[4:]: v for k, v in c.kept.items()
+                                                                     if k.startswith("opt_")}
         return c.w0, {"opt": opt, "tracked": torch.zeros_like(c.w0)}
 
     def local_step(self, w, local, c, grad_at):
@@ -86,7 +90,7 @@ class FAdamGC(LocalAdam):
 
     def local_final(self, w, local, c, data):
         y_new = self._y_new(local, c)
-        keep = {"y_i": y_new} if self.reset_moments else {"y_i": y_new, "opt": local["opt"]}
+        keep = {"y_i": y_new, **self._kept_moments(local["opt"])}
         return {"delta": w - c.w0, "dy": y_new - c.kept["y_i"], "track": c.recv["track"]}, keep
 
     def aggregate(self, w, state, ups, rnd):

@@ -24,6 +24,7 @@ import torch
 import torch.nn.functional as F
 
 from ..errors import ConfigError
+from ..layout import Selection
 from .barycenter import free_support_barycenter, wasserstein_barycenter
 from .base import Algorithm
 
@@ -47,7 +48,7 @@ class FedDual(Algorithm):
 
     def __init__(self, run, kl_mode: Literal["paper", "code_constant"] = "paper",
                  beta_mode: Literal["per_epoch", "code_constant_half"] = "per_epoch",
-                 adaptive_loss: bool = True, dynamic_aggregation: bool = True, dynamic: str | list = "output",
+                 adaptive_loss: bool = True, dynamic_aggregation: bool = True, dynamic: Selection = "output",
                  barycenter: Literal["reweighted", "free_support"] = "reweighted",
                  eps: Annotated[float, "(0, inf)"] = 1e-5, iterations: Annotated[int, "[1, inf)"] = 150,
                  grad_source: Literal["full_data", "pseudo_grad"] = "full_data",
@@ -56,7 +57,7 @@ class FedDual(Algorithm):
         self.kl_mode, self.beta_mode, self.adaptive_loss = kl_mode, beta_mode, adaptive_loss
         self.dynamic_aggregation, self.barycenter, self.grad_source = dynamic_aggregation, barycenter, grad_source
         self.eps, self.iterations = eps, iterations
-        self.tensors = run.layout.select(dynamic) if run.layout is not None else None  # checks the selection
+        self.tensors = None if run.layout is None else run.layout.select(dynamic, what="feddual: dynamic")
         self._index: dict[torch.device, torch.Tensor] = {}
 
     def index(self, device: torch.device) -> torch.Tensor:

@@ -12,6 +12,7 @@ from typing import Literal
 import torch
 
 from ..errors import ConfigError
+from ..layout import Selection
 from ..optim import SGD
 from .scaffold import Scaffold
 
@@ -19,13 +20,17 @@ from .scaffold import Scaffold
 class FedPVR(Scaffold):
     name = "fedpvr"
 
-    def __init__(self, run, layers: str = "head", weighting: Literal["data", "uniform"] = "uniform"):
+    def __init__(self, run, layers: Selection = "head", weighting: Literal["data", "uniform"] = "uniform"):
         super().__init__(run, 1.0, weighting)
         if isinstance(run.optimizer, SGD) and run.optimizer.weight_decay:
             raise ConfigError(f"fedpvr runs SGD (momentum allowed, off V) without weight decay, or Adam; got "
                               f"{run.optimizer!r}")
         self.layers = layers
-        self.vr = None if run.layout is None else run.layout.mask(layers)  # checks the selection at once
+        self.vr = None if run.layout is None else run.layout.mask(layers, what="fedpvr: layers")
+        if self.vr is not None and layers != "all" and self.vr.all():
+            raise ConfigError(f"fedpvr: layers {layers!r} selects every parameter tensor of the model (layers "
+                              f"{', '.join(run.layout.layers)}), which makes FedPVR SCAFFOLD; choose fewer, e.g. "
+                              "'output' or 'last:1', or say layers 'all' if that is meant")
         self._on: dict[torch.device, torch.Tensor] = {}
 
     def mask(self, like: torch.Tensor) -> torch.Tensor:

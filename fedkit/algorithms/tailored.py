@@ -48,8 +48,18 @@ class Tailored(Algorithm):
             raise ConfigError(f"tailored: base {base!r} takes its own local step; there is no correction to scale")
         super().__init__(run, self.base.weighting)
         self.alpha0 = alpha0
-        self.default_optimizer, self.buffers = self.base.default_optimizer, self.base.buffers
+        self.buffers = self.base.buffers
         self.needs_features, self.root_samples = self.base.needs_features, self.base.root_samples
+
+    @classmethod
+    def optimizer_for(cls, hyper):
+        """The base's own optimizer (LocalAdam's Adam, ...)."""
+        from . import ALGORITHMS
+
+        base = hyper.get("base", "fedprox")
+        if not isinstance(base, str) or base not in ALGORITHMS:
+            return cls.default_optimizer  # building it names the unknown base
+        return ALGORITHMS[base].optimizer_for({k: v for k, v in hyper.items() if k not in ("base", "alpha0")})
 
     def init(self, w0, layout):
         return {**self.base.init(w0, layout), "tailored_alpha": w0.new_full((self.run.num_clients,), self.alpha0)}

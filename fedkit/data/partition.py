@@ -9,12 +9,14 @@ training-sample indices per client. All of them assign every sample to exactly o
 
 "Class c" means the c-th smallest distinct label value present in ``labels`` (so class c is label c for the
 usual labels 0..C-1). Every "redraw until ..." loop is bounded and ends in a ConfigError that says which
-parameter to change. ``make_partition`` is the entry point that configs use.
+parameter to change. Parameters carry their range as the registries' options do (``Annotated[float, "(0, inf)"]``;
+the partitioner checks it). ``make_partition`` is the entry point that configs use.
 """
 from __future__ import annotations
 
 import inspect
 import math
+from typing import Annotated
 
 import numpy as np
 import pandas as pd
@@ -122,8 +124,9 @@ def iid(labels, num_clients: int, seed: int) -> list[np.ndarray]:
     return _finish(np.array_split(rng.permutation(len(labels)), num_clients))
 
 
-def dirichlet(labels, num_clients: int, seed: int, phi: float, min_size: int = 10,
-              max_retries: int = 1000) -> list[np.ndarray]:
+def dirichlet(labels, num_clients: int, seed: int, phi: Annotated[float, "(0, inf)"],
+              min_size: Annotated[int, "[0, inf)"] = 10,
+              max_retries: Annotated[int, "[1, inf)"] = 1000) -> list[np.ndarray]:
     """Per-class Dirichlet(phi) split, NIID-Bench ``noniid-labeldir`` (algorithms-seed §0.3 P-DIR).
 
     For every class: shuffle its samples, draw p ~ Dir_N(phi), zero the share of every client that already
@@ -163,7 +166,7 @@ def dirichlet(labels, num_clients: int, seed: int, phi: float, min_size: int = 1
                       f"({n} samples); lower min_size or raise phi")
 
 
-def shards(labels, num_clients: int, seed: int, shards_per_client: int = 2) -> list[np.ndarray]:
+def shards(labels, num_clients: int, seed: int, shards_per_client: Annotated[int, "[1, inf)"] = 2) -> list[np.ndarray]:
     """McMahan et al. (2017) shards: sort by label, cut into num_clients*shards_per_client equal shards
     (sizes differ by at most one) and give each client shards_per_client of them at random."""
     labels = _prepare(labels, num_clients, seed)
@@ -179,7 +182,7 @@ def shards(labels, num_clients: int, seed: int, shards_per_client: int = 2) -> l
     return _finish(np.concatenate([pieces[s] for s in row]) for row in deal)
 
 
-def labels_per_client(labels, num_clients: int, seed: int, k: int = 2) -> list[np.ndarray]:
+def labels_per_client(labels, num_clients: int, seed: int, k: Annotated[int, "[1, inf)"] = 2) -> list[np.ndarray]:
     """NIID-Bench ``noniid-#label{k}`` (algorithms-seed §0.3 P-LABELS).
 
     Client i holds class i mod C plus k-1 further distinct classes drawn uniformly; each class's samples are
@@ -256,7 +259,7 @@ def label_groups(labels, num_clients: int, seed: int, fractions=(0.1, 0.2, 0.5))
                       "raise num_clients or fractions")
 
 
-def qskew(labels, num_clients: int, seed: int, q: float) -> list[np.ndarray]:
+def qskew(labels, num_clients: int, seed: int, q: Annotated[float, "[0, 1]"]) -> list[np.ndarray]:
     """q-heterogeneity of FLTrust / DRAG (DRAG §4.7, register G4).
 
     A sample of class l goes to its home with probability q, else to one of the other homes uniformly.
@@ -281,7 +284,8 @@ def qskew(labels, num_clients: int, seed: int, q: float) -> list[np.ndarray]:
     return _finish(_group_indices(client, num_clients))
 
 
-def natural(labels, num_clients: int, seed: int, users, min_samples: int = 0) -> list[np.ndarray]:
+def natural(labels, num_clients: int, seed: int, users,
+            min_samples: Annotated[int, "[0, inf)"] = 0) -> list[np.ndarray]:
     """LEAF natural split: num_clients users picked uniformly at random among those with >= min_samples
     samples; client i holds all samples of the i-th picked user (users in sorted id order).
 
@@ -308,7 +312,7 @@ def natural(labels, num_clients: int, seed: int, users, min_samples: int = 0) ->
     return _finish(by_user[u] for u in chosen)
 
 
-def feddual_dirichlet(labels, num_clients: int, seed: int, alpha: float) -> list[np.ndarray]:
+def feddual_dirichlet(labels, num_clients: int, seed: int, alpha: Annotated[float, "(0, inf)"]) -> list[np.ndarray]:
     """FedDUAL's own Dirichlet split (``Data Prepration.py``; algorithms-seed §0.3/§2.6 P-FEDDUAL-CODE).
 
     For each class c draw p_c ~ Dir(alpha * 1_N); client i gets max(1, floor(p_ci * n_c)) samples of c drawn

