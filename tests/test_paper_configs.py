@@ -154,7 +154,8 @@ def here(cfg, n: int):
     if cfg.model_args.get("base") == "gpt2":
         with offline(), pytest.raises(DataNotFoundError, match="gpt2"):
             build_model(cfg.model, data.input_shape, data.num_classes, **cfg.model_args)
-        cfg = cfg.replace(model_args={**cfg.model_args, "base": "tiny_random"})
+        cfg = cfg.replace(model_args={**cfg.model_args, "base": "tiny_random"},
+                          dataset_args={**cfg.dataset_args, "tokenizer": "tiny_random"})  # a model's base tokenizes
     return cfg, data
 
 
