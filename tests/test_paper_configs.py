@@ -1,12 +1,16 @@
 """Paper scale cannot rot: every notebook's paper-scale configs (its paper module's ``runs``) validate, find their data
 or name it missing, partition it (where it is here), build their model and take one local step.
 
-The step is deduplicated: one case per (paper, data set, model), plus the first config of each (paper, algorithm,
-threat) not among them, so that every model and every algorithm of a paper steps once with the paper's options. Each
-model is built once and copied; each data set is loaded once. The step trains on the smallest slice that gives every
-client data (two samples a client, plus the server's root samples), split IID: the paper's own partition is checked on
-the full data by ``test_paper_config_partitions_give_every_client_data`` instead. Where the data is missing here the
-slice is synthetic data of its shape (and, for a pretrained base that is missing too, the tiny random transformer)."""
+- listings: every config of every notebook validates (at collection: a broken one is a collection error);
+- data and partitions: each data set loads from the data root or is named missing; each distinct paper partition of the
+  data here (but COSTLY) gives every client samples, on the full data;
+- models: every model builds for every data set it runs on (input shape, classes), each once;
+- steps, deduplicated: for each model its config with the fewest clients a round, then, for each (paper, algorithm,
+  threat) none of those runs, its config with the cheapest model (CHEAP). So every model and every algorithm of a
+  paper takes one local step with the paper's options, on the smallest slice that gives every client data (two samples
+  a client, plus the server's root samples), split IID (the paper's partition is the test above), the model copied
+  from the one built. Where the data is missing here the slice is synthetic data of its shape (and, for a pretrained
+  base that is missing too, the tiny random transformer and its tokenizer)."""
 import copy
 import importlib
 import json
@@ -35,11 +39,12 @@ BACKBONE_FEATURES = (512,)  # the VGG-16 trunk's output for 32×32 images
 # data sets of which the data root holds a sample too small for the paper's federation: missing at paper scale
 SAMPLES = {"shakespeare": "LEAF Shakespeare: the data root's sample has 10 speaking roles, the paper's 20 clients "
                           "need 20 with >= 64 samples"}
-# paper partitions not checked: they cost seconds each, and why that is safe
+# paper partitions not checked, as each costs over a second, and why that is safe
 COSTLY = {("fashion_mnist", '{"test_samples": 2000, "train_samples": 12000}', "dirichlet", '{"phi": 0.1}', 100):
           "FAdamGC's small-scale FMNIST split (1.3 s of NIID-Bench resampling; the other splits take 0.3 s together): "
           "appendix H and the mechanism notebook run it at small scale whatever the scale"}
-CHEAP = ("quadratic", "mlp", "fc500", "feddual_lenet", "cnn", "tf_cnn", "lstm", "lora_transformer", "resnet18")
+CHEAP = (  # models by the cost of a step, cheapest first (a model not listed: dearest)
+    "quadratic", "mlp", "fc500", "feddual_lenet", "cnn", "tf_cnn", "lstm", "lora_transformer", "resnet18")
 
 
 def _json(value) -> str:
