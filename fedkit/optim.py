@@ -68,6 +68,11 @@ class SGD:
         """The local learning rate of round t (1-based)."""
         return self.lr * self.schedule(t)
 
+    @property
+    def stateful(self) -> bool:
+        """Whether a step depends on earlier steps (momentum); weight decay alone keeps SGD stateless."""
+        return bool(self.momentum)
+
     def init(self, w: torch.Tensor) -> dict[str, torch.Tensor]:
         return {"m": torch.zeros_like(w)} if self.momentum else {}
 
@@ -95,6 +100,7 @@ class Adam:
     schedule: Constant | Step | Cosine = field(default_factory=Constant)
 
     lr_at = SGD.lr_at
+    stateful = True  # the moments
 
     def init(self, w):
         state = {"m": torch.zeros_like(w), "v": torch.zeros_like(w), "t": torch.zeros((), device=w.device)}

@@ -48,14 +48,20 @@ def test_needs_the_layout_and_sgd():
         toy_config(algorithm="fedpvr", optimizer_args={"weight_decay": 0.1})
 
 
-def test_with_adam_the_corrected_direction_goes_to_adam():
+@pytest.mark.parametrize("placement", ["in_optimizer", "after_step"])
+def test_with_adam_the_correction_is_placed_on_v_only(placement):
     fm = FlatModel(nn.Sequential(nn.Linear(3, 2), nn.Tanh(), nn.Linear(2, 2)))
-    pvr = make_algorithm("fedpvr", Settings(optimizer=Adam(lr=0.1), layout=fm.layout), layers="output")
+    pvr = make_algorithm("fedpvr", Settings(optimizer=Adam(lr=0.1), layout=fm.layout), layers="output",
+                         correction_at=placement)
     v = torch.tensor([0.0] * 8 + [1.0] * 6)
     g, c_server, c_i = (torch.linspace(-1, 1, 14) * s for s in (1.0, 0.3, -0.2))
     w = torch.linspace(0, 2, 14)
     c = ClientInput(w, {"c": c_server}, {"c_i": c_i}, torch.tensor(1.0), 0.1, 1)
     _, local = pvr.local_init(c)
     w_new, _, _ = pvr.local_step(w, local, c, lambda _: (g, torch.tensor(0.0)))
-    expected, _ = Adam(lr=0.1).step(w, g + v * (c_server - c_i), Adam().init(w), 0.1)
+    h = v * (c_server - c_i)
+    if placement == "in_optimizer":  # Adam on the corrected direction
+        expected, _ = Adam(lr=0.1).step(w, g + h, Adam().init(w), 0.1)
+    else:  # Adam on g, then the correction
+        expected = Adam(lr=0.1).step(w, g, Adam().init(w), 0.1)[0] - 0.1 * h
     torch.testing.assert_close(w_new, expected)

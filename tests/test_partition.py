@@ -20,6 +20,7 @@ EXACT_ONCE_PARAMS = {
     "shards": {"shards_per_client": 1},
     "labels_per_client": {"k": 1},
     "qskew": {"q": 0.7},
+    "quantity": {"beta": 0.5, "min_size": 0},
 }
 
 
@@ -97,6 +98,17 @@ def test_shards_sizes(labels, data, seed):
         assert spc * shard_lo <= len(p) <= spc * (shard_lo + 1)
 
 
+def test_quantity_skews_sizes_not_labels():
+    # NIID-Bench iid-diff-quantity: sizes from Dir(beta) (>= min_size each), every client's labels a uniform sample
+    labels = balanced(20_000, 10, 0)
+    parts = P.quantity(labels, 10, 4, beta=0.5, min_size=10)
+    sizes = np.array([len(p) for p in parts])
+    assert_exactly_once(parts, len(labels))
+    assert sizes.min() >= 10 and sizes.max() > 3 * sizes.min()
+    big = parts[int(sizes.argmax())]
+    assert np.abs(np.bincount(labels[big], minlength=10) / len(big) - 0.1).max() < 0.03
+
+
 def test_shards_are_label_sorted_runs():
     labels = balanced(1000, 10, 0)
     parts = P.shards(labels, 50, 3, shards_per_client=2)  # 100 shards of 10 = one class each
@@ -112,6 +124,7 @@ DETERMINISM_CASES = [
     ("labels_per_client", {"k": 2}),
     ("label_groups", {}),
     ("qskew", {"q": 0.5}),
+    ("quantity", {"beta": 0.5}),
     ("natural", {"users": np.arange(1000) % 37}),
     ("feddual_dirichlet", {"alpha": 0.5}),
 ]
@@ -300,6 +313,8 @@ LABELS = balanced(100, 10, 0)
     ("label_groups", {"fractions": (0.1, 1.5)}, "fractions must all lie in (0, 1], got 1.5"),
     ("label_groups", {"fractions": ()}, "fractions must be a non-empty sequence"),
     ("qskew", {"q": 1.5}, "q must be in [0, 1], got 1.5"),
+    ("quantity", {"beta": 0.0}, "beta must be > 0, got 0.0"),
+    ("quantity", {"beta": 0.5, "min_size": 11}, "quantity: no draw out of max_retries=1000"),
     ("qskew", {"q": -0.1}, "got -0.1"),
     ("shards", {"shards_per_client": 0}, "shards_per_client must be an integer >= 1, got 0"),
     ("shards", {"shards_per_client": 20}, "200 shards exceeds the number of training samples (100)"),

@@ -6,6 +6,15 @@ Server hooks see stacks of the sampled clients' tensors ([n, ...]) and a ``Round
 for ONE client (``ClientInput`` c: the model received, the message, what the client kept, K_i, η_l, t) and are
 ``vmap``ped by the vectorized engine, so they must be pure tensor code without data-dependent Python branching.
 The base class is FedAvg (McMahan et al. 2017).
+
+Corrections under a stateful client optimizer. A method that adds a correction term h to the client step
+(``correction_term``: SCAFFOLD's α(c − c_i), FedPVR's, TACO's γ(1 − α_i)Δ_t) names where h enters with
+``correction_at``:
+  "in_optimizer"  the optimizer steps along g + h:              w ← opt(w, g + h)
+  "after_step"    the optimizer steps along g, then h is added:  w ← opt(w, g) − η_l h   (NIID-Bench's SCAFFOLD)
+With a stateless optimizer (SGD without momentum, weight decay allowed) both are the same update, w − η_l(g + h),
+and run as one fused step: the papers' plain-SGD algorithm, bit for bit. With momentum or Adam they differ; the
+README's section "Corrections under momentum and Adam" gives the equations and why "after_step" is the default.
 """
 from __future__ import annotations
 
@@ -19,6 +28,7 @@ from ..layout import Layout
 from ..optim import SGD, Optimizer
 
 Tensors = dict[str, torch.Tensor]
+CorrectionAt = Literal["in_optimizer", "after_step"]
 
 
 @dataclass(frozen=True)
@@ -56,6 +66,7 @@ class Algorithm:
     needs_features = False  # whether ``objective`` reads ``batch.features``
     root_samples = 0  # > 0: the server trains on this many root samples each round (``RoundInfo.root_delta``)
     epoch_start = None  # a method (w, local, c, data) -> local, run before each local epoch (FedDUAL's β)
+    correction_at: CorrectionAt = "in_optimizer"  # where ``correction_term`` enters a stateful optimizer's step
 
     def __init__(self, run: Settings, weighting: Literal["data", "uniform"] = "data"):
         self.run, self.weighting = run, weighting
@@ -101,19 +112,30 @@ class Algorithm:
         """The local loss at w from the minibatch's data loss (FedProx adds (μ/2)‖w − x_t‖²)."""
         return data
 
+    def correction_term(self, w: torch.Tensor, c: ClientInput) -> torch.Tensor | None:
+        """The correction h added to the client's gradient step (None: the method adds none); placed by
+        ``correction_at``."""
+        return None
+
     def direction(self, g: torch.Tensor, w: torch.Tensor, c: ClientInput) -> torch.Tensor:
-        """The step direction handed to the client optimizer, from the stochastic gradient g."""
-        return g
+        """The step direction handed to the client optimizer, from the stochastic gradient g: g + h."""
+        h = self.correction_term(w, c)
+        return g if h is None else g + h
 
     def local_init(self, c: ClientInput) -> tuple[torch.Tensor, Tensors]:
         """The first local iterate (default: the model received) and the within-round state."""
         return c.w0, self.optimizer.init(c.w0)
 
     def local_step(self, w, local: Tensors, c: ClientInput, grad_at: GradAt):
-        """One optimizer step along ``direction``. Returns (new w, new local state, data loss)."""
+        """One optimizer step along ``direction``, or, ``correction_at="after_step"`` with a stateful optimizer, one
+        along g followed by − η_l h. Returns (new w, new local state, data loss)."""
         g, loss = grad_at(w)
-        w, local = self.optimizer.step(w, self.direction(g, w, c), local, c.lr)
-        return w, local, loss
+        h = self.correction_term(w, c) if self.correction_at == "after_step" and self.optimizer.stateful else None
+        if h is None:
+            w, local = self.optimizer.step(w, self.direction(g, w, c), local, c.lr)
+            return w, local, loss
+        w, local = self.optimizer.step(w, g, local, c.lr)
+        return w - c.lr * h, local, loss
 
     def upload(self, w, local: Tensors, c: ClientInput) -> Tensors:
         """What the client sends back; 'delta' = y_i − x_t is the model update."""

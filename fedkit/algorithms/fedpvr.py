@@ -3,7 +3,9 @@ variates on a set V of tensors only (default: the head, the trailing Linear laye
 
 Client step:  y_V ← y_V − η_l (g_V + c_V − c_{i,V})   (no momentum on V)
               y_R ← y_R − η_l m_R,  m ← ρ m + g         (the client optimizer's momentum ρ on the rest R)
-              with Adam (FedDUAL's setting): Adam on the corrected direction g + (c − c_i) on V, g elsewhere
+              with Adam (FedDUAL's setting), ``correction_at`` places h = c − c_i on V: "after_step" (default)
+              Adam on g, then y_V ← y_V − η_l h_V; "in_optimizer" Adam on g + h (h on V, 0 elsewhere)
+              (with momentum, V takes plain SGD steps, where both placements are one update)
 New variate:  c_i⁺ = c_i − c + (x_t − y_i) / (K_i η_l)  on V, 0 elsewhere
 Server:       x ← uniform mean of the models,  c ← c + (1/N) Σ_{i∈S} Δc_i      (algorithms-baselines §11)
 """
@@ -14,14 +16,16 @@ import torch
 from ..errors import ConfigError
 from ..layout import Selection
 from ..optim import SGD
+from .base import CorrectionAt
 from .scaffold import Scaffold
 
 
 class FedPVR(Scaffold):
     name = "fedpvr"
 
-    def __init__(self, run, layers: Selection = "head", weighting: Literal["data", "uniform"] = "uniform"):
-        super().__init__(run, 1.0, weighting)
+    def __init__(self, run, layers: Selection = "head", weighting: Literal["data", "uniform"] = "uniform",
+                 correction_at: CorrectionAt = "after_step"):
+        super().__init__(run, 1.0, weighting, correction_at)
         if isinstance(run.optimizer, SGD) and run.optimizer.weight_decay:
             raise ConfigError(f"fedpvr runs SGD (momentum allowed, off V) without weight decay, or Adam; got "
                               f"{run.optimizer!r}")
@@ -42,14 +46,16 @@ class FedPVR(Scaffold):
             self._on[like.device] = self.vr.to(like.device, like.dtype)
         return self._on[like.device]
 
+    def correction_term(self, w, c):
+        return self.mask(w) * (c.recv["c"] - c.kept["c_i"])
+
     def local_step(self, w, local, c, grad_at):
+        rho = getattr(self.optimizer, "momentum", 0.0)
+        if not rho:  # plain SGD, or Adam with the correction placed by correction_at
+            return super().local_step(w, local, c, grad_at)
         g, loss = grad_at(w)
         vr = self.mask(w)
-        d = g + vr * (c.recv["c"] - c.kept["c_i"])
-        rho = getattr(self.optimizer, "momentum", 0.0)
-        if not rho:  # plain SGD, or Adam on the corrected direction
-            w, local = self.optimizer.step(w, d, local, c.lr)
-            return w, local, loss
+        d = g + self.correction_term(w, c)
         m = rho * local["m"] + d
         d = vr * d + (1 - vr) * m
         return w - c.lr * d, {"m": m}, loss

@@ -9,6 +9,8 @@ delta = w_{i,K} − w_{i,0}. Per round, with A_t the clients not expelled:
   freeloaders   α_i ≥ κ counts against client i; after λ counts it is expelled       (eq. 10)
   output        z_t = w_t + (1 − ᾱ_t)(w_t − w_{t−1}),  ᾱ_t = mean of the α_i^t         (eqs. 14–15)
 fedkit's server_lr is η_g / (K η_l), so the paper's η_g = K η_l is server_lr = 1 (the default).
+TACO defines plain SGD; under momentum or Adam ``correction_at`` places eq. 8's term h = γ(1 − α_i)Δ_t ("after_step",
+the default: the optimizer steps on g, then w ← w − η_l h; "in_optimizer": on g + h).
 """
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from typing import Annotated, Literal
 import torch
 
 from ..errors import ConfigError
-from .base import Algorithm
+from .base import Algorithm, CorrectionAt
 from .tailored import tailored_coefficients
 
 
@@ -35,7 +37,7 @@ class Taco(Algorithm):
                  alpha0: Annotated[float, "[0, 1]"] = 0.1,
                  correction: Literal["tailored", "uniform", "none"] = "tailored", tailored_aggregation: bool = True,
                  detect: bool = True, expel_rule: Literal[">=", ">"] = ">=",
-                 alpha_bar: Literal["round", "remaining"] = "round"):
+                 alpha_bar: Literal["round", "remaining"] = "round", correction_at: CorrectionAt = "after_step"):
         """gamma None = 1/K and lam None = ⌈T/5⌉ counts (the paper's λ = T/5, rounded up to whole rounds: 10 at
         T = 50, 2 at T = 6). ``kappa`` lies in [0, 1] like every α_i.
 
@@ -52,7 +54,7 @@ class Taco(Algorithm):
         self.lam = -(-run.rounds // 5) if lam is None else lam
         self.kappa, self.alpha0, self.correction = kappa, alpha0, correction
         self.tailored_aggregation, self.detect, self.expel_rule = tailored_aggregation, detect, expel_rule
-        self.alpha_bar = alpha_bar
+        self.alpha_bar, self.correction_at = alpha_bar, correction_at
 
     def init(self, w0, layout):
         n = self.run.num_clients
@@ -67,12 +69,12 @@ class Taco(Algorithm):
         # the global gradient Δ_t and the client's own α_i^t (Algorithm 2 line 13; eq. 8 needs Δ_t too)
         return {"Delta": state["Delta"].expand(len(rnd.clients), -1), "alpha": state["alpha"][rnd.clients]}
 
-    def direction(self, g, w, c):
+    def correction_term(self, w, c):
         if self.correction == "none":
-            return g
+            return None
         if self.correction == "uniform":
-            return g + self.gamma * c.recv["Delta"]
-        return g + self.gamma * (1 - c.recv["alpha"]) * c.recv["Delta"]  # eq. 8
+            return self.gamma * c.recv["Delta"]
+        return self.gamma * (1 - c.recv["alpha"]) * c.recv["Delta"]  # eq. 8
 
     def aggregate(self, w, state, ups, rnd):
         d = -ups["delta"]  # eq. 5 sign

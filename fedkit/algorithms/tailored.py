@@ -5,7 +5,8 @@ beyond the data loss and the part of its step direction beyond the gradient,
     objective = f_i + (1 − α_i)(base objective − f_i),    direction = g + (1 − α_i)(base direction − g),
 with α_i^t from eq. 7 on the method's own uploads of client i's last round (α_i^0 = ``alpha0``; algorithms-seed
 §1.8). FedProx-TACO gets μ(1 − α_i), SCAFFOLD-TACO α(1 − α_i)(c − c_i) (TACO Fig. 6). A base that takes its own
-local step (STEM) has no correction to scale and is refused.
+local step (STEM) has no correction to scale and is refused. The base's ``correction_at`` places the scaled
+correction (1 − α_i)h under a stateful optimizer.
 """
 from __future__ import annotations
 
@@ -50,6 +51,7 @@ class Tailored(Algorithm):
         self.alpha0 = alpha0
         self.buffers = self.base.buffers
         self.needs_features, self.root_samples = self.base.needs_features, self.base.root_samples
+        self.correction_at = self.base.correction_at
 
     @classmethod
     def optimizer_for(cls, hyper):
@@ -69,6 +71,10 @@ class Tailored(Algorithm):
 
     def objective(self, data, w, c, batch):
         return data + (1 - c.recv["tailored_alpha"]) * (self.base.objective(data, w, c, batch) - data)
+
+    def correction_term(self, w, c):
+        h = self.base.correction_term(w, c)
+        return None if h is None else (1 - c.recv["tailored_alpha"]) * h
 
     def direction(self, g, w, c):
         return g + (1 - c.recv["tailored_alpha"]) * (self.base.direction(g, w, c) - g)

@@ -166,6 +166,30 @@ def dirichlet(labels, num_clients: int, seed: int, phi: Annotated[float, "(0, in
                       f"({n} samples); lower min_size or raise phi")
 
 
+def quantity(labels, num_clients: int, seed: int, beta: Annotated[float, "(0, inf)"],
+             min_size: Annotated[int, "[0, inf)"] = 10,
+             max_retries: Annotated[int, "[1, inf)"] = 1000) -> list[np.ndarray]:
+    """Quantity skew, NIID-Bench ``iid-diff-quantity``: client sizes from shares q ~ Dir_N(beta), labels IID.
+
+    The shuffled training set is cut at the cumulative shares; the draw of q is repeated until every client has
+    >= min_size samples, at most max_retries times.
+    """
+    labels = _prepare(labels, num_clients, seed)
+    _positive("beta", beta)
+    _int_at_least("min_size", min_size, 0)
+    _int_at_least("max_retries", max_retries, 1)
+    n = len(labels)
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(n)
+    for _ in range(max_retries):
+        cuts = (np.cumsum(rng.dirichlet(np.full(num_clients, float(beta)))) * n).astype(np.int64)[:-1]
+        if np.diff(cuts, prepend=0, append=n).min() >= min_size:
+            return _finish(np.split(order, cuts))
+    raise ConfigError(f"quantity: no draw out of max_retries={max_retries} gave every client >= min_size={min_size} "
+                      f"samples with beta={beta} and num_clients={num_clients} ({n} samples); lower min_size or "
+                      "raise beta")
+
+
 def shards(labels, num_clients: int, seed: int, shards_per_client: Annotated[int, "[1, inf)"] = 2) -> list[np.ndarray]:
     """McMahan et al. (2017) shards: sort by label, cut into num_clients*shards_per_client equal shards
     (sizes differ by at most one) and give each client shards_per_client of them at random."""
@@ -336,6 +360,7 @@ def feddual_dirichlet(labels, num_clients: int, seed: int, alpha: Annotated[floa
 PARTITIONS = {
     "iid": iid,
     "dirichlet": dirichlet,
+    "quantity": quantity,
     "shards": shards,
     "labels_per_client": labels_per_client,
     "label_groups": label_groups,
