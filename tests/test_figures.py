@@ -15,7 +15,7 @@ def test_papermill_run_writes_png_and_csv(tmp_path, monkeypatch):
     monkeypatch.setenv("FEDKIT_FIGURES", str(tmp_path / "figures"))
     [done] = run_notebooks([TEACHING], scale="ci", output_dir=tmp_path / "executed")
     assert done.notebook == TEACHING and done.error is None and done.seconds > 0
-    assert [p.name for p in done.written] == ["client_drift.csv", "client_drift.png"]
+    assert [p.name for p in done.written] == ["client_drift.csv", "client_drift.png", "client_drift.provenance.json"]
     assert (tmp_path / "figures" / "teaching" / "client_drift.png").stat().st_size > 10_000
     csv = (tmp_path / "figures" / "teaching" / "client_drift.csv").read_text()
     assert csv.startswith("algorithm,round,w0,w1,distance_to_optimum")
@@ -66,7 +66,8 @@ def test_jobs_run_notebooks_side_by_side_with_a_thread_budget_each(tmp_path, mon
     assert [r.notebook for r in done] == [broken, first]
     assert done[0].error.startswith("NotJSONError: Notebook does not appear to be JSON") and done[0].written == []
     assert done[1].error is None and done[1].written == [tmp_path / "figures" / "jobs" / name
-                                                          for name in ("first.csv", "first.png")]
+                                                          for name in ("first.csv", "first.png",
+                                                                       "first.provenance.json")]
     assert (tmp_path / "figures" / "jobs" / "first.csv").read_text().splitlines()[1] == "ci,2"
 
 
@@ -78,7 +79,8 @@ def test_figures_command_runs_every_notebook_and_names_the_failing_cell(tmp_path
     lines = capsys.readouterr().out.splitlines()
     assert re.fullmatch(rf"notebook +status +minutes +written under {re.escape(str(tmp_path))}/figures", lines[0])
     assert re.fullmatch(rf"{re.escape(str(failing))} +FAILED +\d+\.\d +-", lines[1])
-    assert re.fullmatch(rf"{re.escape(str(passing))} +ok +\d+\.\d +jobs/passing\.csv, jobs/passing\.png", lines[2])
+    assert re.fullmatch(rf"{re.escape(str(passing))} +ok +\d+\.\d +jobs/passing\.csv, jobs/passing\.png, "
+                        r"jobs/passing\.provenance\.json", lines[2])
     executed = Path("runs/notebooks") / tmp_path.name / "failing.ipynb"
     assert lines[3] == f"FAILED {failing}: cell In [3]: ValueError: boom (executed copy: {executed})"
     assert lines[4:] == ["2 notebooks: 1 ok, 1 failed"]

@@ -36,7 +36,8 @@ FIXED = {"run", "rounds", "schedule", "labels", "num_clients", "seed", "users"}
 # of an MLP: refused, and tried below).
 NEEDS = {("algorithm", "drag_robust"): {"root_samples": 16}, ("algorithm", "fltrust"): {"root_samples": 16},
          ("algorithm", "fedpvr"): {"layers": "output"}, ("partition", "dirichlet"): {"phi": 0.5},
-         ("partition", "qskew"): {"q": 0.5}, ("partition", "feddual_dirichlet"): {"alpha": 0.5},
+         ("partition", "qskew"): {"q": 0.5}, ("partition", "quantity"): {"beta": 0.5},
+         ("partition", "feddual_dirichlet"): {"alpha": 0.5},
          ("threat", "freeloaders"): {"count": 1}, ("threat", "random_scaling"): {"count": 1}}
 # Config fields an entry needs: users to split (natural), enough clients to hold every class.
 FIELDS = {("partition", "natural"): dict(dataset="synthetic", dataset_args={"num_users": 6, "dim": 8}),
