@@ -1,5 +1,5 @@
 """fedkit: a small, exact, fast PyTorch kit for federated learning on non-IID data."""
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 import time  # noqa: E402
 
