@@ -20,6 +20,7 @@ Each claim is decided at both scales: small from ``figures/<paper>/<file>``, pap
 """
 from __future__ import annotations
 
+import functools
 import importlib
 import json
 import math
@@ -322,23 +323,29 @@ def source_path(claim: Claim, scale: str, root: Path) -> Path:
 
 def decide(claim: Claim, scale: str, root: Path) -> Verdict:
     """The verdict of ``claim`` at ``scale`` from the CSVs under ``root`` (figures/). A claim that names what is
-    missing at this scale is not run, even where its CSV exists (a data set the CSV's notebook could not load)."""
+    missing at this scale is not run, even where its CSV exists without its rows (a data set the notebook could not
+    load)."""
     missing = claim.missing if scale == "small" else claim.paper_missing
     measure = measure_at(claim, scale)
     path = source_path(claim, scale, root) if measure is not None else None
-    if path is None or not path.exists() or (missing and not _has_rows(measure, path)):
+    raw = None
+    if path is not None and path.exists():
+        try:
+            raw = measure.raw(_read(path, path.stat().st_mtime_ns))
+        except FedkitError:
+            if not missing:
+                raise
+    if raw is None:
         if missing:
             return Verdict("not run", missing, 0, "—")
         raise FedkitError(f"claim {claim.id}: its CSV {path} is missing (and the claim names no reason)")
-    return decide_values(claim, measure.raw(pd.read_csv(path)), measure)
+    return decide_values(claim, raw, measure)
 
 
-def _has_rows(measure: Measure, path: Path) -> bool:
-    try:
-        measure.raw(pd.read_csv(path))
-    except FedkitError:
-        return False
-    return True
+@functools.lru_cache(maxsize=64)
+def _read(path: Path, mtime_ns: int) -> pd.DataFrame:
+    """A committed CSV, read once per version of the file (many claims query the same one)."""
+    return pd.read_csv(path)
 
 
 def decide_values(claim: Claim, raw: pd.DataFrame, measure: Measure | None = None) -> Verdict:
