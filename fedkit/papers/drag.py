@@ -19,6 +19,7 @@ paper's share of the training data (3000 / 50,000 = 6 % → 240 images). Small t
 from __future__ import annotations
 
 from ..config import Config
+from . import seeded as at_seeds
 
 COMMON = dict(local_steps=5, lr=0.1, batch_size=64, partition="qskew", engine="auto")
 DATA = {  # data set and model standing in for each paper data set, per scale
@@ -147,7 +148,7 @@ def runs(notebook: str, scale: str, seed: int = 0, device: str = "cpu") -> dict[
     """Every config notebook ``notebook`` (its file name without .ipynb) runs at ``scale`` with its default parameters
     and ``seed``, by label."""
     def seeded(configs: dict[str, Config], n: int) -> dict[str, Config]:
-        return {f"{label}/seed {s}": c.replace(seed=s) for label, c in configs.items() for s in range(seed, seed + n)}
+        return at_seeds(configs, range(seed, seed + n))
 
     def cfg(figure, method, **changes):
         return config(figure, scale, method, seed=seed, device=device, **changes)

@@ -25,6 +25,7 @@ import pandas as pd
 
 from ..config import Config
 from ..models.registry import build_model, count_parameters
+from . import seeded as at_seeds
 
 STEP_SECONDS = 0.01  # one local step (A100, ResNet-18, batch 32: §3.6's fit)
 PAPER_LINK_MBPS = 100.0
@@ -227,7 +228,7 @@ def runs(notebook: str, scale: str, seed: int = 0, device: str = "cpu") -> dict[
         return config(dataset, at, method, seed=seed, device=device, **changes)
 
     def seeded(configs: dict[str, Config], n: int) -> dict[str, Config]:
-        return {f"{label}/seed {s}": c.replace(seed=s) for label, c in configs.items() for s in range(seed, seed + n)}
+        return at_seeds(configs, range(seed, seed + n))
 
     image = "cifar10" if scale == "paper" else "fmnist"
     images = ["cifar10", "cifar100", "tinyimagenet"]  # Tables 2–3 at paper scale; FMNIST alone below it

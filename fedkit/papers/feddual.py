@@ -19,6 +19,7 @@ import pandas as pd
 from ..config import Config
 from ..engine import FlatModel
 from ..models.registry import build_model
+from . import seeded
 
 COMMON = dict(num_clients=100, clients_per_round=10, partition="feddual_dirichlet", partition_args={"alpha": 0.01},
               local_steps=None, local_epochs=3, batch_size=32, lr=1e-3, optimizer="adam",
@@ -125,9 +126,6 @@ def runs(notebook: str, scale: str, seed: int = 0, device: str = "cpu") -> dict[
     def feddual(**args):  # only the options that differ from the algorithm's defaults, as the notebooks do
         defaults = {k: p.default for k, p in inspect.signature(ALGORITHMS["feddual"]).parameters.items()}
         return cfg("fmnist", algorithm_args={k: v for k, v in args.items() if v != defaults[k]})
-
-    def seeded(configs: dict[str, Config], seeds: list[int]) -> dict[str, Config]:
-        return {f"{label}/seed {s}": c.replace(seed=s) for label, c in configs.items() for s in seeds}
 
     datasets = {"ci": ["fmnist"], "small": ["fmnist", "cifar10"], "paper": ["fmnist", "cifar10", "cifar100"]}[scale]
     three = [seed, seed + 1, seed + 2]  # every scale; Tables 1–4 run CIFAR at the first seed only, below paper scale

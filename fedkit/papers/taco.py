@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from ..config import Config
+from . import seeded as at_seeds
 
 # Table IV and Sec. V-A: data set, model, partition, K, T (and η_l for Shakespeare)
 PAPER = {
@@ -142,7 +143,7 @@ def runs(notebook: str, scale: str, seed: int = 0, device: str = "cpu") -> dict[
         return config(dataset, scale, method, seed=seed, device=device, **changes)
 
     def seeded(configs: dict[str, Config], n: int) -> dict[str, Config]:
-        return {f"{label}/seed {s}": c.replace(seed=s) for label, c in configs.items() for s in range(seed, seed + n)}
+        return at_seeds(configs, range(seed, seed + n))
 
     n_seeds = 2 if scale == "ci" else 3  # Table II; Table VI's adult, Table VIII's λ = T/5, Fig. 6's FMNIST
 
