@@ -20,6 +20,7 @@ Each claim is decided at both scales: small from ``figures/<paper>/<file>``, pap
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib
 import json
@@ -36,6 +37,7 @@ from .errors import FedkitError
 
 LABELS = ("reproduced", "not reproduced", "inconclusive", "not comparable", "not run")
 MIN_SEEDS = 3
+SMALL_BUDGET_MINUTES = 20  # a notebook's small-scale runs on the 2-core CPU
 SCALES = ("small", "paper")
 PAPERS = ("taco", "feddual", "fadamgc", "drag", "peers")
 GPU_MISSING = "paper scale not run yet: it needs a GPU (the paper-scale campaign)"
@@ -287,7 +289,8 @@ class Claim:
     (every value of the measure before ``fill``) the runs do not learn and the claim is not comparable, ``floor_why``
     says what the floor is (e.g. "chance is 10 %"). ``missing``: the small scale cannot run this claim (name the data
     or hardware); ``paper_missing`` likewise at paper scale (default: not run yet, needs a GPU). ``caveat``: a remark
-    the verdict carries, e.g. a tuned value at the edge of its grid."""
+    the verdict carries, e.g. a tuned value at the edge of its grid. ``few_seeds``: why the small scale runs fewer than
+    ``MIN_SEEDS`` seeds (a budget, measured), stated on the inconclusive verdict that follows."""
     id: str
     paper: str
     item: str
@@ -300,6 +303,7 @@ class Claim:
     missing: str | None = None
     paper_missing: str | None = GPU_MISSING
     caveat: str = ""
+    few_seeds: str = ""
     deterministic: str = ""  # why no seed can change the result (a computed toy): one evaluation then decides
     paper_measure: Measure | None = None  # the query at paper scale, where its rows differ from small's (stand-ins)
 
@@ -339,7 +343,28 @@ def decide(claim: Claim, scale: str, root: Path) -> Verdict:
         if missing:
             return Verdict("not run", missing, 0, "—")
         raise FedkitError(f"claim {claim.id}: its CSV {path} is missing (and the claim names no reason)")
-    return decide_values(claim, raw, measure)
+    verdict = decide_values(claim, raw, measure)
+    n = verdict.seeds
+    if scale != "small" or not claim.few_seeds or n >= MIN_SEEDS or claim.deterministic:
+        return verdict
+    if verdict.label == "inconclusive":  # "1 seed (a verdict needs 3)"
+        return dataclasses.replace(verdict, reason=f"{verdict.reason}: {claim.few_seeds}")
+    return dataclasses.replace(verdict, reason=f"{verdict.reason}; {n} seed{'s' * (n != 1)}: {claim.few_seeds}")
+
+
+def over_budget(seeds: int, planned_minutes: float, when: str) -> str:
+    """The few-seeds reason of a notebook whose ``seeds`` took ``planned_minutes`` in ``fedkit figures --plan``
+    (run on ``when``): the minutes ``MIN_SEEDS`` seeds would take, against the small scale's budget."""
+    more = planned_minutes * MIN_SEEDS / seeds
+    return (f"the notebook runs {seeds} seed{'s' * (seeds != 1)}; {MIN_SEEDS} would take ≈ {more:.0f} min "
+            f"(`fedkit figures --plan` on {when}: {planned_minutes:.1f} min for {seeds}), over the "
+            f"{SMALL_BUDGET_MINUTES}-minute small-scale budget")
+
+
+def with_few_seeds(claims: list[Claim], reasons: dict[str, str]) -> list[Claim]:
+    """``claims`` with each one whose small-scale CSV is a key of ``reasons`` (file name) carrying that reason."""
+    return [dataclasses.replace(c, few_seeds=reasons[c.measure.source])
+            if c.measure is not None and c.measure.source in reasons else c for c in claims]
 
 
 @functools.lru_cache(maxsize=64)

@@ -118,11 +118,31 @@ def test_ledger_missing_csv_is_not_run_only_with_a_reason(tmp_path):
         ledger.decide(silent, "small", tmp_path)
 
 
+def test_ledger_few_seeds_states_its_reason_at_small_scale_only(tmp_path):
+    (tmp_path / "p").mkdir()
+    pd.DataFrame({"seed": [0], "method": ["A"], "v": [1.0]}).to_csv(tmp_path / "p" / "x.csv", index=False)
+    c = Claim("c", "p", "i", "w", "v", Measure("x.csv", "v", by="method", seed="seed"), Order(("A",)))
+    [budget] = ledger.with_few_seeds([c], {"x.csv": "3 seeds take 60 min"})
+    verdict = ledger.decide(budget, "small", tmp_path)
+    assert verdict.label == "inconclusive" and verdict.reason.endswith(": 3 seeds take 60 min")
+    assert ledger.decide(c, "small", tmp_path).reason == "1 seed (a verdict needs 3)"
+    assert ledger.with_few_seeds([c], {"y.csv": "other"}) == [c]
+
+
 def test_ledger_claim_ids_are_unique_and_every_label_is_one_of_five():
     claims = ledger.claims()
     assert len({c.id for c in claims}) == len(claims) > 0
     frame = ledger.ledger_frame(claims, REPO / "figures")
     assert set(frame["verdict"]) <= set(ledger.LABELS)
+
+
+def test_ledger_every_small_verdict_has_three_seeds_or_says_why():
+    frame = pd.read_csv(REPO / "figures" / "ledger.csv")
+    small = frame[(frame["scale"] == "small") & (frame["seeds"] < ledger.MIN_SEEDS)]
+    reason = r"\d seeds?(?: \(a verdict needs \d\))?: "  # "1 seed (a verdict needs 3): why" or "…; 2 seeds: why"
+    said = small["why"].str.startswith("computed") | small["why"].str.contains(reason)
+    silent = small[~said & (small["verdict"] != "not run")]
+    assert silent.empty, f"fewer than {ledger.MIN_SEEDS} seeds and no reason: {list(silent['id'])}"
 
 
 def test_ledger_matches_the_committed_data():

@@ -155,8 +155,8 @@ def runs(notebook: str, scale: str, seed: int = 0, device: str = "cpu") -> dict[
     if notebook == "fig9_fig12_eps_iterations":
         eps = {"ci": [1e-5, 1e-2], "small": [1e-5, 1e-4, 1e-3, 1e-2], "paper": [1e-6, 1e-5, 1e-4, 1e-3, 1e-2]}[scale]
         iterations = {"ci": [50, 150], "small": [50, 150, 500], "paper": [50, 100, 150, 200, 500, 1000]}[scale]
-        return seeded({f"ε={e:g}": feddual(eps=e) for e in eps}, three) | {f"{i} iterations": feddual(iterations=i)
-                                                                          for i in iterations}
+        return seeded({f"ε={e:g}": feddual(eps=e) for e in eps} | {f"{i} iterations": feddual(iterations=i)
+                                                                   for i in iterations}, three)
     if notebook == "table1_fig3_fig4_methods":
         return {f"{d}/{m}/seed {s}": config(d, scale, m, seed=s, device=device)
                 for d in datasets for m in METHODS for s in seeds[d]}
