@@ -39,6 +39,9 @@ FEW_SEEDS = {  # why a small-scale CSV holds fewer than 3 seeds
                                "for 1), within budget: a seed loop in the notebook is pending",
     "fig7_gamma_sensitivity.csv": over_budget(1, 20.5, PLAN),
     "table7_scalability.csv": over_budget(1, 13.8, PLAN),
+    "table8_freeloader_detection_seeds.csv": "the κ = 0.4 cells at λ = T/10 and T/2 run at the first seed only (every "
+                                             "λ = T/5 cell at 3): the plan predicts 27 min for this listing, already "
+                                             "over the 20-minute small-scale budget",
     "table6_ablation_seeds.csv": "FEMNIST runs at the first seed only (adult at 3), as `fedkit.papers.taco.runs` "
                                  "lists it, to keep the notebook within the 20-minute small-scale budget",
 }
