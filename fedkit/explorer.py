@@ -44,6 +44,7 @@ class Choice:
     rounds: int = 20
     local_steps: int = 10
     seed: int = 0
+    device: str = "cpu"
     model: str | None = None  # None: the data set's default (DATASETS)
 
 
@@ -70,7 +71,8 @@ def build_configs(choice: Choice) -> dict[str, Config]:
         configs[label] = Config(dataset=choice.dataset, model=model, partition=choice.partition,
                                 partition_args=partition_args, num_clients=choice.num_clients, algorithm=algorithm,
                                 algorithm_args=dict(hyper), lr=choice.lr, rounds=choice.rounds,
-                                local_steps=choice.local_steps, seed=choice.seed)
+                                local_steps=choice.local_steps, seed=choice.seed,
+                                device=choice.device)
     return configs
 
 
@@ -173,7 +175,7 @@ class Panel:
         except ImportError as err:
             raise FedkitError('fedkit.explore() needs ipywidgets: pip install "fedkit-torch[explore]"') from err
         c = choice or Choice()
-        self.cache, self.session, self.thread = cache, None, None
+        self.cache, self.session, self.thread, self.device = cache, None, None, c.device
         wide = {"description_width": "110px"}
         self.dataset = w.Dropdown(options=list(DATASETS), value=c.dataset, description="data set", style=wide)
         self.partition = w.Dropdown(options=list(PARTITIONS), value=c.partition, description="partition",
@@ -211,7 +213,10 @@ class Panel:
         self.stop_button.on_click(lambda _: self.stop())
         for widget, cls in ((self.run_button, "fedkit-run"), (self.stop_button, "fedkit-stop"),
                             (self.error, "fedkit-error"), (self.plot, "fedkit-plot"), (self.status, "fedkit-status"),
-                            (self.table, "fedkit-table"), (self.lr, "fedkit-lr")):
+                            (self.table, "fedkit-table"), (self.lr, "fedkit-lr"), (self.rounds, "fedkit-rounds"),
+                            (self.dataset, "fedkit-dataset"), (self.num_clients, "fedkit-clients"),
+                            (self.local_steps, "fedkit-local-steps"), (self.progress, "fedkit-progress"),
+                            *((box, f"fedkit-use-{name}") for name, box in self.use.items())):
             widget.add_class(cls)  # stable hooks for the browser test
         settings = w.VBox([self.dataset, self.partition, self.partition_param, self.num_clients, self.lr,
                            self.rounds, self.local_steps, self.seed])
@@ -233,7 +238,7 @@ class Panel:
         return Choice(dataset=self.dataset.value, partition=self.partition.value,
                       partition_param=self.partition_param.value, num_clients=self.num_clients.value,
                       algorithms=algorithms, lr=self.lr.value, rounds=self.rounds.value,
-                      local_steps=self.local_steps.value, seed=self.seed.value)
+                      local_steps=self.local_steps.value, seed=self.seed.value, device=self.device)
 
     def run(self, wait: bool = False) -> None:
         """Build the configs (a bad value shows its message and nothing runs) and train them in a thread, so the
