@@ -13,7 +13,7 @@ def test_build_configs_one_per_method_with_its_hyper_parameters():
                                    partition_param=3.0, **SMALL))
     assert list(configs) == ["fedavg", "fedprox mu=0.01"]
     prox = configs["fedprox mu=0.01"]
-    assert prox.algorithm_args == {"mu": 0.01} and prox.model == "mlp"
+    assert prox.algorithm_args == {"mu": 0.01} and prox.model == "mlp" and prox.model_args == {"hidden": [64]}
     assert prox.partition_args == {"shards_per_client": 3} and isinstance(prox.partition_args["shards_per_client"], int)
     assert configs["fedavg"].replace(algorithm="fedprox", algorithm_args={"mu": 0.01}) == prox
 
