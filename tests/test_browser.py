@@ -25,13 +25,15 @@ from urllib.parse import urldefrag, urljoin, urlparse
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-CHROMIUM = os.environ.get("CHROMIUM") or next(
-    (p for p in (shutil.which("chromium"), shutil.which("chromium-browser"), "/usr/bin/chromium") if p and
-     Path(p).exists()), None)
+# $CHROMIUM, when set, is the only candidate (CHROMIUM=/nonexistent shows the skip)
+CANDIDATES = ([os.environ["CHROMIUM"]] if os.environ.get("CHROMIUM") else
+              [shutil.which("chromium"), shutil.which("chromium-browser"), "/usr/bin/chromium"])
+CHROMIUM = next((p for p in CANDIDATES if p and Path(p).is_file()), None)
 
 pytestmark = [pytest.mark.browser,
-              pytest.mark.skipif(CHROMIUM is None, reason="no chromium found (apt-get install chromium, or set "
-                                                          "$CHROMIUM to its path): the browser tests cannot run")]
+              pytest.mark.skipif(CHROMIUM is None, reason=f"no chromium found (looked for "
+                                 f"{', '.join(p for p in CANDIDATES if p)}; apt-get install chromium, or set "
+                                 f"$CHROMIUM to its path): the browser tests cannot run")]
 
 
 def free_port() -> int:
@@ -129,6 +131,18 @@ def test_explorer_runs_two_methods_and_shows_a_bad_value(browser, voila, tmp_pat
     page.wait_for_function("document.querySelector('.fedkit-error').innerText.includes('lr must')", timeout=30_000)
     assert error.inner_text().strip() == "lr must be a finite number > 0, got -1.0"
     assert "Traceback" not in page.content()
+    # Stop: a long run ends after the round under way, and says so
+    lr.fill("0.1")
+    lr.press("Enter")
+    rounds.fill("500")
+    rounds.press("Enter")
+    page.wait_for_timeout(300)
+    run.click()
+    page.wait_for_function("document.querySelector('.fedkit-status').innerText.startsWith('round')", timeout=60_000)
+    page.locator(".fedkit-stop").click()
+    page.wait_for_function("document.querySelector('.fedkit-status').innerText.startsWith('stopped')",
+                           timeout=60_000)
+    assert error.inner_text().strip() == ""
     assert not errors, errors
     page.close()
 
