@@ -153,7 +153,8 @@ def build(out: str | Path = "site", root: str | Path | None = None) -> Book:
     docs = work / "docs"
     docs.mkdir(parents=True)
     figures = root / "figures"
-    papers = sorted(p.name for p in (root / "notebooks").iterdir() if p.is_dir() and any(p.glob("*.ipynb")))
+    papers = sorted(p.name for p in (root / "notebooks").iterdir()  # not .ipynb_checkpoints/
+                    if p.is_dir() and not p.name.startswith(".") and any(p.glob("*.ipynb")))
     nav: list = [{"Home": "index.md"}, {"Concepts": "concepts.md"}, {"Reproduction": "reproduction.md"}]
     book = Book(out, [])
     sections = []

@@ -170,7 +170,7 @@ class QuietHandler(SimpleHTTPRequestHandler):
 def test_book_pages_load_with_their_images_and_links(browser, book, tmp_path):
     url, built = book
     notebooks = sorted(str(p.relative_to(ROOT / "notebooks").with_suffix(".html"))
-                       for p in (ROOT / "notebooks").glob("*/*.ipynb"))
+                       for p in (ROOT / "notebooks").glob("*/*.ipynb") if not p.parent.name.startswith("."))
     assert set(notebooks) <= set(built.pages), "every notebook under notebooks/<folder>/ has a page"
     assert {"index.html", "concepts.html", "reproduction.html"} <= set(built.pages)
     page = browser.new_page(viewport={"width": 1200, "height": 900})
