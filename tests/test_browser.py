@@ -76,7 +76,7 @@ def voila(tmp_path_factory):
                                   cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/"
     try:
-        deadline = time.time() + 60
+        deadline = time.time() + 120  # a loaded machine starts it slowly
         while True:
             try:
                 urllib.request.urlopen(url + "voila/static/", timeout=2)
