@@ -71,7 +71,7 @@ def voila(tmp_path_factory):
     env.pop("FEDKIT_SCALE", None)  # the notebook then waits for a click (no autorun)
     with open(log, "w") as out:
         server = subprocess.Popen([sys.executable, "-m", "voila", "notebooks/explore.ipynb", "--no-browser",
-                                   f"--port={port}", "--Voila.ip=127.0.0.1",
+                                   f"--port={port}", "--Voila.ip=127.0.0.1", "--VoilaExecutor.startup_timeout=300",
                                    "--VoilaConfiguration.show_tracebacks=True"],  # a failing cell shows why
                                   cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/"
