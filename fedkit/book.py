@@ -149,8 +149,8 @@ def build(out: str | Path = "site", root: str | Path | None = None) -> Book:
     root = Path(root).resolve()
     out = Path(out) if Path(out).is_absolute() else Path.cwd() / out
     work = root / "_build" / "book"
-    shutil.rmtree(work, ignore_errors=True)
     docs = work / "docs"
+    shutil.rmtree(docs, ignore_errors=True)  # work/.cache (mkdocs-jupyter's, by content) is kept for the next build
     docs.mkdir(parents=True)
     figures = root / "figures"
     papers = sorted(p.name for p in (root / "notebooks").iterdir()  # not .ipynb_checkpoints/
@@ -208,7 +208,8 @@ def build(out: str | Path = "site", root: str | Path | None = None) -> Book:
               "nav": nav}
     (work / "mkdocs.yml").write_text(json.dumps(config, indent=1), encoding="utf-8")  # JSON is YAML
     done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--quiet", "--clean", "-f",
-                           str(work / "mkdocs.yml")], capture_output=True, text=True)
+                           str(work / "mkdocs.yml")], capture_output=True, text=True,
+                          cwd=work)  # mkdocs-jupyter's .cache/ goes under the git-ignored _build/
     if done.returncode != 0:
         raise FedkitError(f"mkdocs build failed (is the book's extra installed? pip install -e \".[book]\"):\n"
                           f"{done.stderr.strip()[-3000:]}")
