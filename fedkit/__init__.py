@@ -11,5 +11,14 @@ from .federation import Federation  # noqa: E402
 from .history import History  # noqa: E402
 from .runner import run  # noqa: E402
 
-__all__ = ["Config", "ConfigError", "DataNotFoundError", "FedkitError", "Federation", "History", "run",
+
+def explore(*args, **kwargs):
+    """The interactive explorer (an ipywidgets panel); see ``fedkit.explorer.explore``. Imported on first use, so
+    ``import fedkit`` stays light."""
+    from .explorer import explore as _explore
+
+    return _explore(*args, **kwargs)
+
+
+__all__ = ["Config", "ConfigError", "DataNotFoundError", "FedkitError", "Federation", "History", "explore", "run",
            "__version__"]

@@ -292,6 +292,15 @@ def cmd_cache(args) -> int:
     return 0
 
 
+def cmd_book(args) -> int:
+    from .book import build
+
+    book = build(args.out)
+    print(f"fedkit book: {len(book.pages)} pages in {book.site} ({book.seconds:.1f} s); open "
+          f"{book.site / 'index.html'}")
+    return 0
+
+
 def _megabytes(n: int) -> str:
     return f"{n / 2**20:.1f} MB"
 
@@ -304,7 +313,7 @@ def _age(seconds: float) -> str:
 
 
 def parser() -> argparse.ArgumentParser:
-    """The ``fedkit`` command line: sub-commands run, list, figures, cache and ledger."""
+    """The ``fedkit`` command line: sub-commands run, list, figures, cache, ledger and book."""
     top = _Parser(prog="fedkit", description=__doc__)
     sub = top.add_subparsers(dest="command", required=True)
     _run_parser(sub)
@@ -341,6 +350,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("action", nargs="?", choices=("list", "clean"), default="list")
     p.add_argument("--dry-run", action="store_true", help="clean: only say what would be removed")
     p.add_argument("--dir", type=Path, default=None, help="the cache (default $FEDKIT_CACHE or ~/.cache/fedkit/runs)")
+    p = sub.add_parser("book", help="build the book (course, paper notebooks with their committed results, concepts, "
+                                    "REPRODUCTION.md) as a static site; nothing is re-run")
+    p.add_argument("--out", type=Path, default=Path("site"), help="the site's folder (default: site)")
     return top
 
 
@@ -348,7 +360,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         return {"run": cmd_run, "list": cmd_list, "figures": cmd_figures, "cache": cmd_cache,
-                "ledger": cmd_ledger}[args.command](args)
+                "ledger": cmd_ledger, "book": cmd_book}[args.command](args)
     except FedkitError as err:
         print(f"fedkit: error: {' '.join(str(err).splitlines())}", file=sys.stderr)
         return 2
