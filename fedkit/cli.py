@@ -120,6 +120,44 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _positive_float(text: str) -> float:
+    value = as_number(text)
+    if not isinstance(value, float) or not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text!r}")
+    return value
+
+
+def _seed(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be an integer ≥ 0, got {text!r}")
+    return value
+
+
+def _mapping(text: str) -> dict:
+    value = _value(text)
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"must be a YAML mapping such as '{{q: 0.5}}', got {text!r}")
+    return value
+
+
+def _image_file(text: str) -> Path:
+    """A figure file to write: a format matplotlib writes, in a folder that exists or can be made."""
+    import matplotlib.pyplot as plt
+
+    formats = sorted(plt.figure().canvas.get_supported_filetypes())
+    plt.close("all")
+    suffix = Path(text).suffix.lower().lstrip(".")
+    if suffix not in formats:
+        raise argparse.ArgumentTypeError(f"must name an image file ending in one of .{', .'.join(formats)}, "
+                                         f"got {text!r}")
+    _out_dir(str(Path(text).absolute().parent))
+    return Path(text)
+
+
 def _default(f: dataclasses.Field):
     """The field's default as YAML, as an option would take it."""
     value = f.default_factory() if f.default is dataclasses.MISSING else f.default
@@ -198,6 +236,36 @@ def cmd_run(args) -> int:
     png = args.out / f"curves-{first.dataset}-{'-'.join(runs)}.png"
     learning_curves(histories, title=f"{first.dataset}, {first.partition} {first.partition_args}", path=png)
     print(f"\nHistories: {args.out}/<algorithm>-<config hash>/   learning curves: {png}")
+    return 0
+
+
+def cmd_partition(args) -> int:
+    from .data import load_dataset, partition_summary
+    from .federation import config_partition
+    from .plots import label_distribution, label_table
+
+    partition_args = {**args.partition_args, **({} if args.phi is None else {"phi": args.phi})}
+    if args.partition == "dirichlet" and "phi" not in partition_args:
+        partition_args["phi"] = Config().partition_args["phi"]  # Config's default φ
+    cfg = Config(dataset=args.dataset, dataset_args=args.dataset_args, partition=args.partition,
+                 partition_args=partition_args, num_clients=args.clients, seed=args.seed)
+    data = load_dataset(cfg.dataset, **cfg.dataset_args)
+    if data.task != "classification":
+        raise ConfigError(f"dataset {cfg.dataset!r} has no classes to count (its task is {data.task!r})")
+    parts = config_partition(cfg, data)  # the partition `fedkit run` trains on with these settings
+    labels = data.y_train.numpy()
+    counts = label_table(parts, labels, data.num_classes)
+    print(f"{cfg.dataset} · {cfg.partition} {cfg.partition_args} · {cfg.num_clients} clients · seed {cfg.seed}")
+    print(partition_summary(parts, labels) + "\n")
+    shown = label_table(counts, unit=args.unit).round(3) if args.unit == "shares" else counts
+    print(shown.assign(total=counts.sum(axis=1)).to_string())
+    if args.plot is not None:
+        args.plot.parent.mkdir(parents=True, exist_ok=True)
+        fig, _, _ = label_distribution(counts, unit=args.unit, kind=args.kind,
+                                       title=f"{cfg.dataset}, {cfg.partition} {cfg.partition_args}, "
+                                             f"{cfg.num_clients} clients, seed {cfg.seed}")
+        fig.savefig(args.plot, dpi=130, bbox_inches="tight")
+        print(f"\nlabel distribution: {args.plot}")
     return 0
 
 
@@ -313,10 +381,29 @@ def _age(seconds: float) -> str:
 
 
 def parser() -> argparse.ArgumentParser:
-    """The ``fedkit`` command line: sub-commands run, list, figures, cache, ledger and book."""
+    """The ``fedkit`` command line: sub-commands run, partition, list, figures, cache, ledger and book."""
     top = _Parser(prog="fedkit", description=__doc__)
     sub = top.add_subparsers(dest="command", required=True)
     _run_parser(sub)
+    p = sub.add_parser("partition", help="show how a partition splits a data set's labels among clients",
+                       description="Splits the training set as `fedkit run` would with the same dataset, partition, "
+                                   "clients and seed; prints the clients × classes table of counts (or shares) and "
+                                   "with --plot draws it.")
+    p.add_argument("--dataset", default=Config.dataset, help=f"{HELP['dataset']} (default: {Config.dataset})")
+    p.add_argument("--dataset-args", type=_mapping, default={}, metavar="MAPPING", help=HELP["dataset_args"])
+    p.add_argument("--partition", default=Config.partition,
+                   help=f"{HELP['partition']} (default: {Config.partition})")
+    p.add_argument("--phi", type=_positive_float, default=None, metavar="FLOAT",
+                   help="the Dirichlet concentration φ of partition dirichlet: small = skewed (default: 0.1)")
+    p.add_argument("--partition-args", type=_mapping, default={}, metavar="MAPPING",
+                   help="other options of the partition, e.g. '{q: 0.5}' for qskew")
+    p.add_argument("--clients", type=_positive_int, default=Config.num_clients, metavar="INT",
+                   help=f"number of clients (default: {Config.num_clients})")
+    p.add_argument("--seed", type=_seed, default=0, metavar="INT", help="the run's seed (default: 0)")
+    p.add_argument("--unit", choices=("counts", "shares"), default="counts", help="table and plot in counts or shares")
+    p.add_argument("--kind", choices=("heatmap", "bars"), default="heatmap", help="the plot: heat map or stacked bars")
+    p.add_argument("--plot", type=_image_file, default=None, metavar="FILE",
+                   help="write the label distribution as an image (png, pdf, svg, ...)")
     p = sub.add_parser("list", help="list algorithms, datasets, models, partitions, optimizers, threats")
     p.add_argument("what", nargs="?", choices=("algorithms", "datasets", "models", "partitions", "optimizers",
                                                "threats"))
@@ -359,8 +446,8 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
-        return {"run": cmd_run, "list": cmd_list, "figures": cmd_figures, "cache": cmd_cache,
-                "ledger": cmd_ledger, "book": cmd_book}[args.command](args)
+        return {"run": cmd_run, "partition": cmd_partition, "list": cmd_list, "figures": cmd_figures,
+                "cache": cmd_cache, "ledger": cmd_ledger, "book": cmd_book}[args.command](args)
     except FedkitError as err:
         print(f"fedkit: error: {' '.join(str(err).splitlines())}", file=sys.stderr)
         return 2

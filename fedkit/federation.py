@@ -15,7 +15,7 @@ import torch
 
 from .algorithms import Algorithm, RoundInfo
 from .config import Config
-from .data import load_dataset, make_partition
+from .data import FedData, load_dataset, make_partition
 from .engine import ENGINES, ClientInput, FlatModel, RoundResult, choose_engine, evaluate, local_steps, make_plan
 from .errors import ConfigError
 from .models import build_model
@@ -32,6 +32,15 @@ def rng(seed: int, stream: int, *keys: int) -> np.random.Generator:
 def partition_seed(cfg: Config) -> int:
     """The seed handed to the partitioner (its own stream, independent of the algorithm)."""
     return int(rng(cfg.seed, PARTITION).integers(2**31))
+
+
+def config_partition(cfg: Config, data: FedData | None = None) -> list[np.ndarray]:
+    """The clients' training-sample indices of ``cfg``, exactly as its Federation splits them (``data``: the loaded
+    data set, else loaded here)."""
+    data = data if data is not None else load_dataset(cfg.dataset, **cfg.dataset_args)
+    labels = data.y_train.numpy() if data.task == "classification" else np.zeros(len(data.y_train), int)
+    extra = {"users": data.users} if cfg.partition == "natural" else {}
+    return make_partition(cfg.partition, labels, cfg.num_clients, partition_seed(cfg), **extra, **cfg.partition_args)
 
 
 def chosen_threat(cfg: Config) -> Threat:
@@ -95,10 +104,7 @@ class Federation:
         self.device = _device(cfg.device)
         data = load_dataset(cfg.dataset, **cfg.dataset_args)
         self.task = data.task
-        labels = data.y_train.numpy() if data.task == "classification" else np.zeros(len(data.y_train), int)
-        extra = {"users": data.users} if cfg.partition == "natural" else {}
-        self.parts = make_partition(cfg.partition, labels, cfg.num_clients, partition_seed(cfg),
-                                    **extra, **cfg.partition_args)
+        self.parts = config_partition(cfg, data)
         empty = [i for i, p in enumerate(self.parts) if len(p) == 0]
         if empty:
             raise ConfigError(f"partition {cfg.partition!r} left client(s) {empty[:10]} without data; "

@@ -1,4 +1,5 @@
-"""Paper-style figures from History frames and from the tables of ``report``."""
+"""Paper-style figures from History frames and from the tables of ``report``; the label distribution of a partition
+and learning curves with seed bands (seaborn, imported when drawn: it comes with the notebooks extra)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -7,7 +8,12 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from .errors import ConfigError
 from .history import History
+
+UNITS = ("counts", "shares")
+KINDS = ("heatmap", "bars")
+BANDS = {"sd": ("sd", 1), "range": ("pi", 100), "ci": ("ci", 95)}  # seaborn's errorbar for each band
 
 
 def learning_curves(histories: dict[str, History], title: str = "", path: str | Path | None = None):
@@ -90,3 +96,109 @@ def bars_vs_paper(ax, part: pd.DataFrame, colors: list, ylabel: str, paper_label
     ax.set_xticks(x, part.index, rotation=35, fontsize=8)
     ax.set_ylabel(f"{ylabel} (bars)", fontsize=8)
     return ax
+
+
+# ---------------------------------------------------------------------------------------------- partitions
+
+
+def label_table(partition, labels=None, num_classes: int | None = None, unit: str = "counts") -> pd.DataFrame:
+    """Clients (rows) × classes (columns) of a partition: sample counts, or with ``unit="shares"`` each client's
+    counts divided by its size (a row sums to 1; NaN for a client without samples).
+
+    ``partition`` is what the kit has at hand: a ``Federation`` (its ``parts`` and training labels), a list of
+    index arrays, one per client (as ``make_partition`` returns them; ``labels`` then gives the training labels),
+    or a clients × classes table of counts already made (DataFrame or 2-D array)."""
+    from .data.partition import label_histogram
+
+    if unit not in UNITS:
+        raise ConfigError(f"unit must be one of {UNITS}, got {unit!r}")
+    if hasattr(partition, "parts") and hasattr(partition, "y_train"):  # a Federation
+        partition, labels = partition.parts, partition.y_train.cpu().numpy()
+    if isinstance(partition, pd.DataFrame) or (isinstance(partition, np.ndarray) and partition.ndim == 2):
+        counts = pd.DataFrame(np.asarray(partition))
+        if isinstance(partition, pd.DataFrame):
+            counts.index, counts.columns = partition.index, partition.columns
+        if not np.issubdtype(counts.to_numpy().dtype, np.number) or (counts.to_numpy() < 0).any():
+            raise ConfigError("a table of counts must hold numbers ≥ 0 (clients × classes)")
+        counts = counts.rename_axis(index="client", columns="class")
+    else:
+        if labels is None:
+            raise ConfigError("a partition given as index arrays needs the training labels: label_table(parts, labels)")
+        labels = np.asarray(labels)
+        num_classes = int(labels.max()) + 1 if num_classes is None else num_classes
+        counts = label_histogram(list(partition), labels, num_classes)
+    if unit == "counts":
+        return counts
+    sizes = counts.sum(axis=1).replace(0, np.nan)
+    return counts.div(sizes, axis=0)
+
+
+def label_distribution(partition, labels=None, *, num_classes: int | None = None, unit: str = "counts",
+                       kind: str = "heatmap", ax=None, title: str | None = None, class_names=None,
+                       annotate: bool | None = None):
+    """Draw the label distribution of a partition, clients × classes (``label_table``'s arguments): a seaborn heat
+    map (clients as rows, one column per class) or stacked bars (one bar per client, one colour per class), in counts
+    or shares. Returns (figure, axes, the table drawn). ``annotate`` writes each cell's value (default: where there
+    are at most 200 cells); ``class_names`` renames the classes."""
+    import seaborn as sns
+
+    if kind not in KINDS:
+        raise ConfigError(f"kind must be one of {KINDS}, got {kind!r}")
+    table = label_table(partition, labels, num_classes, unit)
+    if class_names is not None:
+        if len(class_names) != table.shape[1]:
+            raise ConfigError(f"class_names must name {table.shape[1]} classes, got {len(class_names)}")
+        table.columns = pd.Index(list(class_names), name="class")
+    n_clients, n_classes = table.shape
+    made = ax is None
+    if made:
+        size = (0.45 * n_classes + 2.5, 0.3 * n_clients + 1.5) if kind == "heatmap" else (0.3 * n_clients + 3, 3.6)
+        _, ax = plt.subplots(figsize=(min(size[0], 16), min(size[1], 12)))
+    what = "share of the client's samples" if unit == "shares" else "samples"
+    if kind == "heatmap":
+        annotate = n_clients * n_classes <= 200 if annotate is None else annotate
+        fmt = ".2f" if unit == "shares" else "d" if np.issubdtype(table.to_numpy().dtype, np.integer) else ".3g"
+        sns.heatmap(table, ax=ax, cmap="viridis", annot=annotate, fmt=fmt, annot_kws={"fontsize": 7},
+                    cbar_kws={"label": what}, vmin=0, vmax=1 if unit == "shares" else None)
+        ax.set(xlabel="class", ylabel="client")
+    else:
+        colors = sns.color_palette("tab10" if n_classes <= 10 else "husl", n_classes)
+        bottom = np.zeros(n_clients)
+        for color, (name, column) in zip(colors, table.items()):
+            ax.bar(np.arange(n_clients), column.fillna(0).to_numpy(), bottom=bottom, color=color, label=str(name),
+                   width=0.85)
+            bottom += column.fillna(0).to_numpy()
+        ax.set_xticks(np.arange(n_clients), [str(c) for c in table.index], fontsize=7)
+        ax.set(xlabel="client", ylabel=what, xlim=(-0.6, n_clients - 0.4))
+        ax.legend(title="class", fontsize=7, title_fontsize=8, bbox_to_anchor=(1.01, 1), loc="upper left",
+                  ncol=1 if n_classes <= 20 else 2)
+    ax.set_title(title if title is not None else f"labels per client ({unit})", fontsize=10)
+    if made:
+        ax.figure.tight_layout()
+    return ax.figure, ax, table
+
+
+# ---------------------------------------------------------------------------------------------- seed bands
+
+
+def seed_bands(frame: pd.DataFrame, y: str = "test_accuracy", *, x: str = "round", hue: str = "method",
+               band: str = "sd", ax=None, title: str = "", ylabel: str | None = None, logy: bool = False):
+    """Learning curves over seeds: one line per ``hue`` value (the mean over the rows sharing an ``x``, i.e. over
+    seeds) in a band: ``"sd"`` mean ± one standard deviation, ``"range"`` min to max, ``"ci"`` a 95 % bootstrap
+    interval (seeded). ``frame`` is long, one row per (hue, seed, x), as ``fedkit.seeds.tidy`` returns it; a diverged
+    seed's NaN rows are left out of the mean. Returns (figure, axes)."""
+    import seaborn as sns
+
+    if band not in BANDS:
+        raise ConfigError(f"band must be one of {tuple(BANDS)}, got {band!r}")
+    missing = [c for c in (x, y, hue) if c not in frame]
+    if missing:
+        raise ConfigError(f"frame has no column(s) {missing}; it has {list(frame.columns)}")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(5.5, 3.6))
+    sns.lineplot(data=frame, x=x, y=y, hue=hue, errorbar=BANDS[band], ax=ax, seed=0)
+    ax.set(title=title, xlabel=x, ylabel=ylabel or y.replace("_", " "))
+    if logy:
+        ax.set_yscale("log")
+    ax.grid(alpha=0.3)
+    return ax.figure, ax

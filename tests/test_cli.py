@@ -6,11 +6,12 @@ import dataclasses
 import re
 import typing
 
+import numpy as np
 import pytest
 import yaml
 
 import fedkit.cli
-from fedkit import Config, ConfigError
+from fedkit import Config, ConfigError, Federation
 from fedkit.cli import HELP, configs, main, parser
 from fedkit.configfile import FLOAT_FIELDS, load_config
 
@@ -108,3 +109,63 @@ def test_load_config_reads_a_file_as_fedkit_run_does(tmp_path):
         load_config(tmp_path / "bad.yaml")
     with pytest.raises(ConfigError, match="cannot read config file"):
         load_config(tmp_path / "missing.yaml")
+
+
+# ---- fedkit partition
+
+def _printed_rows(out: str, cast=int):
+    """The clients × classes rows of ``fedkit partition``'s table (last column: the client's total)."""
+    rows = [line.split() for line in out.splitlines() if line[:1].isdigit() and "clients" not in line]
+    return np.array([[cast(v) for v in row[1:]] for row in rows])
+
+
+def test_partition_prints_the_label_table_and_writes_the_plot(tmp_path, capsys):
+    from fedkit.data import load_dataset
+
+    png = tmp_path / "new" / "out.png"
+    assert main(["partition", "--dataset", "digits", "--phi", "0.5", "--clients", "7", "--seed", "3",
+                 "--plot", str(png)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("digits · dirichlet {'phi': 0.5} · 7 clients · seed 3")
+    counts = _printed_rows(out)
+    labels = load_dataset("digits").y_train.numpy()
+    assert counts.shape == (7, 11)  # 10 classes and the total
+    np.testing.assert_array_equal(counts[:, :10].sum(axis=0), np.bincount(labels))  # every sample, once
+    np.testing.assert_array_equal(counts[:, :10].sum(axis=1), counts[:, 10])
+    assert png.stat().st_size > 10_000 and f"label distribution: {png}" in out
+    # the partition `fedkit run` trains on with the same settings
+    fed = Federation(Config(dataset="digits", model="mlp", partition_args={"phi": 0.5}, num_clients=7, seed=3))
+    np.testing.assert_array_equal(counts[:, 10], [len(p) for p in fed.parts])
+
+
+def test_partition_in_shares_and_other_partitions(capsys):
+    assert main(["partition", "--dataset", "digits", "--partition", "qskew", "--partition-args", "{q: 0.5}",
+                 "--clients", "5", "--unit", "shares"]) == 0
+    out = capsys.readouterr().out
+    shares = _printed_rows(out, float)[:, :-1]
+    assert shares.shape == (5, 10)
+    np.testing.assert_allclose(shares.sum(axis=1), 1, atol=6e-3)  # printed to 3 decimals
+    assert main(["partition", "--dataset", "digits", "--partition", "iid", "--clients", "4"]) == 0  # no φ needed
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--phi", "0"], r"argument --phi: must be a finite number > 0, got '0'"),
+    (["--phi", "abc"], r"argument --phi: must be a finite number > 0, got 'abc'"),
+    (["--clients", "-3"], r"argument --clients: must be an integer ≥ 1, got '-3'"),
+    (["--seed", "x"], r"argument --seed: must be an integer ≥ 0, got 'x'"),
+    (["--plot", "out.txt"], r"argument --plot: must name an image file ending in one of .*got 'out.txt'"),
+    (["--unit", "percent"], r"argument --unit: invalid choice: 'percent'"),
+    (["--partition-args", "[1, 2]"], r"argument --partition-args: must be a YAML mapping"),
+    (["--partition", "iid", "--phi", "0.3"], r"partition 'iid' got unknown parameter\(s\) phi"),
+    (["--partition", "nope"], r"unknown partition 'nope'; known: dirichlet"),
+    (["--dataset", "nope"], r"unknown dataset 'nope'"),
+    (["--clients", "5000"], r"num_clients=5000 exceeds the number of training samples"),
+])
+def test_partition_refuses_bad_values_in_one_line(argv, message, capsys):
+    try:
+        status = main(["partition", "--dataset", "digits", *argv])
+    except SystemExit as exit:  # argparse's usage errors
+        status = exit.code
+    err = capsys.readouterr().err
+    assert status == 2 and err.startswith("fedkit: error: ") and err.count("\n") == 1
+    assert re.search(message, err), err

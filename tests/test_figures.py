@@ -8,7 +8,7 @@ from fedkit.cli import main
 from fedkit.errors import FedkitError
 from fedkit.figures import find_notebooks, run_notebooks
 
-TEACHING = Path(__file__).parents[1] / "notebooks" / "teaching" / "client_drift.ipynb"
+TEACHING = Path(__file__).parents[1] / "notebooks" / "teaching" / "02_client_drift.ipynb"
 
 
 def test_papermill_run_writes_png_and_csv(tmp_path, monkeypatch):
@@ -19,7 +19,7 @@ def test_papermill_run_writes_png_and_csv(tmp_path, monkeypatch):
     assert (tmp_path / "figures" / "teaching" / "client_drift.png").stat().st_size > 10_000
     csv = (tmp_path / "figures" / "teaching" / "client_drift.csv").read_text()
     assert csv.startswith("algorithm,round,w0,w1,distance_to_optimum")
-    assert (tmp_path / "executed" / "teaching" / "client_drift.ipynb").exists()
+    assert (tmp_path / "executed" / "teaching" / "02_client_drift.ipynb").exists()
 
 
 def test_every_notebook_has_a_parameters_cell_with_scale_seed_device():

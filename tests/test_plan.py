@@ -54,12 +54,13 @@ def test_plan_names_missing_data_without_downloading(tmp_path, monkeypatch):
 
 
 def test_figures_plan_prints_a_row_per_notebook_and_where_it_measured(capsys):
-    assert main(["figures", str(DRIFT), str(NOTEBOOKS / "teaching"), "--scale", "ci", "--plan"]) == 0
+    assert main(["figures", str(DRIFT), str(NOTEBOOKS / "teaching" / "02_client_drift.ipynb"), "--scale", "ci",
+                 "--plan"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].split()[:4] == ["notebook", "runs", "seeds", "rounds"]
     assert out[1].split()[:5] == ["drag/fig3_emnist_client_drift", "12", "1", "4", "mnist_5k"]
-    assert out[2].split() == ["teaching/client_drift", "?"]
-    assert "note teaching/client_drift: no paper module fedkit.papers.teaching: its runs are not listed" in out
+    assert out[2].split() == ["teaching/02_client_drift", "?"]
+    assert "note teaching/02_client_drift: no paper module fedkit.papers.teaching: its runs are not listed" in out
     assert any(line.startswith("minutes: local training only") and "measured on cpu" in line for line in out)
 
 

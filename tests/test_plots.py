@@ -44,3 +44,113 @@ def test_bars_vs_paper_draws_fedkit_as_bars_and_the_paper_on_its_own_axis():
     assert [t.get_text() for t in ax.texts] == ["2/2", "×"]
     assert list(paper.lines[0].get_ydata()) == [300.0, 500.0] and paper.get_ylim()[1] == 1.15 * 500.0
     assert [t.get_text() for t in ax.get_xticklabels()] == ["A", "B"] and paper.get_ylabel() == "paper CIFAR-10 (◆)"
+
+
+# ---- the label distribution of a partition
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+from fedkit import Config, ConfigError, Federation  # noqa: E402
+from fedkit.data import make_partition  # noqa: E402
+from fedkit.federation import config_partition  # noqa: E402
+
+LABELS = np.array([0, 0, 1, 2, 2, 2, 1, 0])
+PARTS = [np.array([0, 1, 2]), np.array([3, 4, 5, 6]), np.array([7])]
+COUNTED = [[2, 1, 0, 0], [0, 1, 3, 0], [1, 0, 0, 0]]  # by hand: client 0 holds labels 0, 0, 1; client 1 2, 2, 2, 1; ...
+
+
+def test_label_table_counts_a_hand_built_partition():
+    table = plots.label_table(PARTS, LABELS, num_classes=4)
+    assert table.to_numpy().tolist() == COUNTED
+    assert (table.index.name, table.columns.name) == ("client", "class")
+    assert plots.label_table(PARTS, LABELS).shape == (3, 3)  # classes default to max label + 1
+    assert plots.label_table(table).equals(table)  # a table of counts passes through
+
+
+def test_label_shares_sum_to_one_per_client_and_scale_back_to_counts():
+    labels = np.random.default_rng(0).integers(0, 10, size=2000)
+    parts = make_partition("dirichlet", labels, 12, seed=3, phi=0.1)
+    shares = plots.label_table(parts, labels, unit="shares")
+    np.testing.assert_allclose(shares.sum(axis=1), 1.0)
+    sizes = np.array([len(p) for p in parts])
+    counts = np.array([np.bincount(labels[p], minlength=10) for p in parts])
+    np.testing.assert_allclose(shares.to_numpy() * sizes[:, None], counts)
+    empty = plots.label_table(np.array([[1, 3], [0, 0]]), unit="shares").to_numpy()
+    assert empty[0].tolist() == [0.25, 0.75] and np.isnan(empty[1]).all()  # no samples: no shares
+
+
+def test_a_federation_is_drawn_from_its_own_partition():
+    cfg = Config(dataset="digits", model="mlp", num_clients=6, partition_args={"phi": 0.3}, seed=2)
+    fed = Federation(cfg)
+    assert all(np.array_equal(a, b) for a, b in zip(config_partition(cfg), fed.parts, strict=True))
+    labels = fed.y_train.numpy()
+    expected = [np.bincount(labels[p], minlength=10).tolist() for p in fed.parts]
+    assert plots.label_table(fed).to_numpy().tolist() == expected
+
+
+def test_heatmap_draws_the_table_and_writes_each_cell():
+    fig, ax, table = plots.label_distribution(PARTS, LABELS, num_classes=4, kind="heatmap")
+    assert table.to_numpy().tolist() == COUNTED
+    assert np.asarray(ax.collections[0].get_array()).reshape(3, 4).tolist() == COUNTED
+    assert [t.get_text() for t in ax.texts] == [str(v) for row in COUNTED for v in row]
+    assert (ax.get_xlabel(), ax.get_ylabel()) == ("class", "client")
+    _, ax, _ = plots.label_distribution(PARTS, LABELS, unit="shares", annotate=False)
+    assert not ax.texts and ax.collections[0].get_clim() == (0, 1)
+
+
+def test_stacked_bars_reach_each_clients_size_or_one():
+    _, ax, _ = plots.label_distribution(PARTS, LABELS, kind="bars")
+    tops = {}
+    for bar in ax.patches:
+        x = round(bar.get_x() + bar.get_width() / 2)
+        tops[x] = max(tops.get(x, 0), bar.get_y() + bar.get_height())
+    assert [tops[i] for i in range(3)] == [len(p) for p in PARTS]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["0", "1", "2"]
+    _, ax, _ = plots.label_distribution(PARTS, LABELS, kind="bars", unit="shares", class_names=["a", "b", "c"])
+    assert max(b.get_y() + b.get_height() for b in ax.patches) == pytest.approx(1.0)
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["a", "b", "c"]
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: plots.label_table(PARTS, LABELS, unit="percent"), r"unit must be one of .*got 'percent'"),
+    (lambda: plots.label_distribution(PARTS, LABELS, kind="pie"), r"kind must be one of .*got 'pie'"),
+    (lambda: plots.label_table(PARTS), r"needs the training labels"),
+    (lambda: plots.label_table(np.array([[1, -2]])), r"numbers ≥ 0"),
+    (lambda: plots.label_distribution(PARTS, LABELS, class_names=["a"]), r"name 3 classes, got 1"),
+    (lambda: plots.label_table(PARTS, LABELS, num_classes=2), r"labels must lie in \[0, num_classes=2\)"),
+])
+def test_bad_partition_plot_arguments_are_refused(call, message):
+    with pytest.raises(ConfigError, match=message):
+        call()
+
+
+# ---- learning curves with seed bands
+
+def _seeds_frame():
+    rng = np.random.default_rng(1)
+    rows = [{"method": m, "seed": s, "round": r, "test_accuracy": base + 0.01 * r + rng.normal(0, 0.05)}
+            for m, base in (("A", 0.2), ("B", 0.5)) for s in range(4) for r in range(1, 6)]
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize("band", ["sd", "range"])
+def test_seed_bands_draw_the_mean_over_seeds_in_its_band(band):
+    frame = _seeds_frame()
+    fig, ax = plots.seed_bands(frame, band=band, title="t")
+    stats = frame.groupby(["method", "round"])["test_accuracy"]
+    mean = stats.mean()
+    low, high = (mean - stats.std(), mean + stats.std()) if band == "sd" else (stats.min(), stats.max())
+    for i, method in enumerate(("A", "B")):
+        np.testing.assert_allclose(ax.lines[i].get_ydata(), mean[method].to_numpy())
+        ys = ax.collections[i].get_paths()[0].vertices[:, 1]
+        assert ys.min() == pytest.approx(low[method].min()) and ys.max() == pytest.approx(high[method].max())
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["A", "B"]
+    assert (ax.get_title(), ax.get_xlabel(), ax.get_ylabel()) == ("t", "round", "test accuracy")
+
+
+def test_seed_bands_refuse_an_unknown_band_or_column():
+    with pytest.raises(ConfigError, match=r"band must be one of .*got 'iqr'"):
+        plots.seed_bands(_seeds_frame(), band="iqr")
+    with pytest.raises(ConfigError, match=r"no column\(s\) \['loss'\]"):
+        plots.seed_bands(_seeds_frame(), y="loss")

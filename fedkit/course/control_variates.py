@@ -1,0 +1,46 @@
+"""Lesson 03, control variates: SCAFFOLD's correction on the quadratic federation of lesson 02, how a too strong
+(or stale) correction over-corrects, and the exercise (write SCAFFOLD's control-variate update, option II)."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import torch
+
+from ..federation import Federation
+from .client_drift import distances, toy_config
+
+
+def alpha_sweep(alphas, lr: float = 0.1, local_steps: int = 10, rounds: int = 40, participation: float = 1.0):
+    """‖x_t − w*‖ per round of SCAFFOLD with correction strength α (client step y ← y − η_l (g_i(y) + α(c − c_i)),
+    α = 1 the paper's) on the toy, and FedAvg's (α = 0 is FedAvg exactly): one row per (method, α, round)."""
+    rows = []
+    for alpha in alphas:
+        algorithm = "fedavg" if alpha == 0 else "scaffold"
+        args = {} if alpha == 0 else {"alpha": float(alpha)}
+        cfg = toy_config(algorithm, local_steps, lr, rounds, algorithm_args=args, participation=participation)
+        rows += [{"alpha": alpha, "round": t, "distance": d} for t, d in enumerate(distances(cfg))]
+    return pd.DataFrame(rows)
+
+
+def check_exercise(new_control_variate, rounds: int = 3) -> str:
+    """The exercise: ``new_control_variate(c_i, c, x, y, steps, lr)`` returns client i's new control variate c_i⁺
+    (SCAFFOLD, option II) from its old one c_i, the server's c, the round's global model x, the client's model y
+    after ``steps`` local steps of learning rate ``lr``. Checked against what fedkit's SCAFFOLD clients keep over
+    ``rounds`` rounds of the toy, half the clients sampled per round (so c_i, c and x all differ from zero)."""
+    fed = Federation(toy_config("scaffold", local_steps=5, lr=0.1, rounds=rounds, participation=0.5))
+    before = fed.initial()
+    for rnd in fed.rounds(before):
+        ids = torch.as_tensor(rnd.clients)
+        x, c = before.w, before.server["c"]
+        for j, i in enumerate(ids):
+            c_i, y = before.kept["c_i"][i], x + rnd.uploads["delta"][j]
+            kept = rnd.after.kept["c_i"][i]
+            got = new_control_variate(c_i.clone(), c.clone(), x.clone(), y.clone(), fed.cfg.local_steps, fed.cfg.lr)
+            got = torch.as_tensor(np.asarray(got, dtype=np.float32) if not torch.is_tensor(got) else got)
+            assert got.shape == kept.shape, \
+                f"c_i⁺ must have the model's shape {tuple(kept.shape)}, got {tuple(got.shape)}"
+            assert torch.allclose(got.float(), kept, rtol=1e-4, atol=1e-5), (
+                f"round {rnd.info.t}, client {int(i)}: you return c_i⁺ = {got.numpy().round(4)}, SCAFFOLD keeps "
+                f"{kept.numpy().round(4)}. Option II: c_i⁺ = c_i − c + (x − y_i) / (K η_l).")
+        before = rnd.after
+    return f"correct: your c_i⁺ matches fedkit's SCAFFOLD for every sampled client over {rounds} rounds"

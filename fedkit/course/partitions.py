@@ -1,0 +1,45 @@
+"""Lesson 01, non-IID partitions: how skewed a partition is, and the exercise (find a Dirichlet φ at which clients
+hold about two classes each)."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..data import make_partition
+from ..errors import ConfigError
+from ..plots import label_table
+
+TARGET = (1.5, 2.5)  # the exercise: mean effective number of classes per client in this range
+
+
+def effective_classes(table: pd.DataFrame) -> pd.Series:
+    """Per client (row of a clients × classes table of counts or shares) the effective number of classes
+    exp(H(p)), H(p) = −Σ_c p_c ln p_c the entropy of its label shares: 1 for a client of one class, C for a client
+    holding all C classes equally."""
+    shares = label_table(table, unit="shares").fillna(0).to_numpy()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        entropy = -np.where(shares > 0, shares * np.log(shares), 0.0).sum(axis=1)
+    return pd.Series(np.exp(entropy), index=table.index, name="effective classes")
+
+
+def dirichlet_skew(labels, phi: float, num_clients: int = 20, seed: int = 0) -> float:
+    """Mean effective number of classes per client of the ``dirichlet`` partition with concentration ``phi``."""
+    parts = make_partition("dirichlet", labels, num_clients, seed, phi=float(phi))
+    return float(effective_classes(label_table(parts, labels)).mean())
+
+
+def check_exercise(phi, labels, num_clients: int = 20, seed: int = 0) -> str:
+    """The exercise: a φ at which the clients of ``dirichlet`` hold on average between 1.5 and 2.5 effective
+    classes (on ``labels`` split among ``num_clients`` with ``seed``, the notebook's settings)."""
+    assert isinstance(phi, int | float) and not isinstance(phi, bool) and 0 < phi < float("inf"), \
+        f"φ must be a number > 0 (the Dirichlet concentration), got {phi!r}"
+    try:
+        skew = dirichlet_skew(labels, phi, num_clients, seed)
+    except ConfigError as err:  # so small a φ that no draw gives every client data
+        raise AssertionError(f"φ = {phi:g} is too small to partition at all ({err}). Raise φ.") from None
+    low, high = TARGET
+    assert skew >= low, (f"at φ = {phi:g} the clients hold {skew:.2f} effective classes on average, fewer than "
+                         f"{low}: nearly one class each. Raise φ.")
+    assert skew <= high, (f"at φ = {phi:g} the clients hold {skew:.2f} effective classes on average, more than "
+                          f"{high}. Lower φ: a smaller concentration puts more of each class on fewer clients.")
+    return f"correct: at φ = {phi:g} the clients hold {skew:.2f} effective classes on average"

