@@ -24,6 +24,7 @@ R_NORM = 1.5
 C_SWEEP = (0.1, 0.25, 0.5)  # Remark 2's regime λ ≤ 1: c = 0.1 (CIFAR-10), 0.25 (EMNIST), robust 0.5
 C_CURVES = (*C_SWEEP, 1.0)  # c = 1 lets λ exceed 1 (Remark 2: the g component is reversed)
 TOL = 1e-12
+SHOWN_ROUNDS = np.arange(16)  # panel (b): one attacker's uploads over these rounds
 
 
 def np2(x):
@@ -334,8 +335,6 @@ def vector_rows(a: AttackRound, m: Manipulation) -> pd.DataFrame:
                          "norm_ratio_eq11": s["norm11"][j], "norm_ratio_eq14": s["norm14"][j]})
     return pd.DataFrame(rows).astype({"client": "Int64", "round": "Int64", "draw": "Int64"}).round(9)
 
-
-SHOWN_ROUNDS = np.arange(16)  # panel (b): one attacker's uploads over these rounds
 
 
 # ---- the figure -------------------------------------------------------------------------------------------------

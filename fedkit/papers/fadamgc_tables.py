@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from ..runner import LINK_UNIT
-from ..seeds import mean_std, pm, reach
+from ..seeds import mean_std, pm, reach, separated, verdict
 from . import fadamgc as P
 
 
@@ -134,8 +134,6 @@ def table2_claims(raw: pd.DataFrame, rounds: pd.DataFrame, minutes: pd.DataFrame
     """Table 2's three claims on one data set, from seeds × methods frames: ``raw`` rounds to target (NaN: never),
     ``rounds`` and ``minutes`` with never-reached seeds counted past the budget (``by_seed``). 1: FAdamGC needs no more
     rounds than LocalAdam; 2: FAdamGC is fastest in time; 3: FA-NT is good in rounds but slower than FAdamGC."""
-    from ..seeds import verdict
-
     both_missed = raw["FAdamGC"].isna() & raw["LocalAdam"].isna()
     holds = (rounds["FAdamGC"] <= rounds["LocalAdam"]).astype(float).where(~both_missed)
     shown = np.where(both_missed, "neither reached", np.where(holds == 1, "yes", "NO"))
@@ -160,8 +158,6 @@ def table2_claims(raw: pd.DataFrame, rounds: pd.DataFrame, minutes: pd.DataFrame
 def fewest(lower: pd.DataFrame, unit: str) -> str:
     """FAdamGC's rank by the seed mean of ``lower`` (seeds × methods, never reached counted past the budget) and the
     verdict against the best other method, then every method in order."""
-    from ..seeds import verdict
-
     mean = lower.mean().sort_values()
     other = mean.drop("FAdamGC").index[0]
     return (f"  fewest {unit}: FAdamGC {mean['FAdamGC']:.1f}, rank {int((mean < mean['FAdamGC']).sum()) + 1}/"
@@ -173,8 +169,6 @@ def fewest(lower: pd.DataFrame, unit: str) -> str:
 def gap_row(table: pd.DataFrame, alpha) -> dict:
     """LocalAdam − FAdamGC in rounds at ``alpha``, seed by seed, a never-reached seed counted at the round cap: then
     the gap is a bound (≥ where LocalAdam never reached, ≤ where FAdamGC never did, ? where both missed some)."""
-    from ..seeds import separated
-
     part = table[table["alpha"] == alpha].set_index(["method", "seed"])["rounds_to_target"]
     local, gc = part["LocalAdam"], part["FAdamGC"]
     cap = table.loc[table["alpha"] == alpha, "round_cap"].max()
