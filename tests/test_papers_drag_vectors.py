@@ -139,3 +139,13 @@ def test_draw_makes_nine_panels(attack, fig2):
     assert fig.axes[0].get_title().startswith(f"(a) Fig. 1: one round (t = {attack.t_show})")
     assert fig.axes[8].get_xlim() == (0.0, 180.0)
     plt.close(fig)
+
+
+def test_manipulation_report_lines(fig2):
+    text = V.manipulation_report(fig2).splitlines()
+    assert len(text) == 1 + len(V.C_SWEEP) + len(V.C_CURVES)
+    assert text[0].startswith("(d) c = 0.25: λ = [")
+    # eq. 14 of −1.8 r = (4c − 1) r: −0.60 r, +0.00 r (printed as ±0.00), +1.00 r
+    assert text[1].endswith("= -0.60 r") and text[3].endswith("= +1.00 r")
+    # c = 1 over θ ∈ [0°, 180°]: λ = 1 − cos θ spans [0, 2]
+    assert text[-1].startswith("c = 1.0: λ ∈ [0.00, 2.00]")

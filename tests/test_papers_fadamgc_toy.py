@@ -99,3 +99,24 @@ def test_check_catches_a_drifting_fadamgc(observed):
     summary = pd.DataFrame({"method": F.METHODS, "eta": [lr] * 3, "distance": [1.0, 0.5, 0.9]})
     with pytest.raises(AssertionError):  # FAdamGC (0.9) not below half of LocalAdam's (1.0)
         F.check(runs, main, first, summary, [lr], lr, k)
+
+
+def test_draw_makes_six_panels(observed):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    runs, main, k, lr = observed
+    w_star = F.optimum()
+    curves = F.curves(runs, lr, w_star)
+    final = curves.sort_values("round").groupby(["method", "eta"], sort=False).last().reset_index()
+    first = {m: F.local_adam(main[m]["x"][1], 1, main[m]["y"][0] - main[m]["y_i"][0, 1], F.PLACEMENT[m], lr, k)[1][0]
+             for m in F.METHODS}
+    correction = {m: main[m]["y"][0] - main[m]["y_i"][0, 1] for m in F.METHODS}
+    fig = F.draw(main, curves, final, first, correction, 1, lr, k, [lr], w_star, "ci")
+    assert len(fig.axes) == 6
+    assert fig.axes[0].get_title() == "(a) client 1, round 2: where the correction enters"
+    # panel (b)'s distance curves: one line per method, T + 1 points each
+    assert [len(line.get_xdata()) for line in fig.axes[4].lines] == [5, 5, 5]
+    plt.close(fig)

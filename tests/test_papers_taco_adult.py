@@ -144,3 +144,99 @@ def test_plots_draw(runs):
     # seed 1 expels client 0 in round 1 and client 1 in round 2: counts 0, 1, 2, 2 over rounds 0..3
     assert list(ax.lines[1].get_ydata()) == [0, 1, 2, 2]
     plt.close("all")
+
+
+@pytest.fixture(scope="module")
+def real():
+    """Two 3-round runs of the ci stand-in (synthetic tabular data, 10 clients): FedAvg and TACO."""
+    from fedkit.papers import taco
+
+    configs = {m: taco.config("adult", "ci", m, rounds=3) for m in ("FedAvg", "TACO")}
+    return configs, T.run_all(configs, {m: [0] for m in configs}, workers=1)
+
+
+def test_run_all_returns_every_run(real):
+    configs, (histories, n_runs, n_missing, workers, seconds) = real
+    assert set(histories) == {("FedAvg", 0), ("TACO", 0)} and n_runs == 2
+    assert workers <= 1 and seconds > 0 and 0 <= n_missing <= 2
+    assert int(histories["TACO", 0].rounds["round"].iloc[-1]) == 3
+
+
+def test_camps_are_majority_labels(real):
+    from fedkit.federation import Federation
+
+    configs, _ = real
+    camps_of = T.Camps()
+    camps = camps_of(configs["TACO"])
+    fed = Federation(configs["TACO"])
+    y = fed.y_train.cpu().numpy()
+    by_hand = [np.bincount(y[np.asarray(part)]).argmax() for part in fed.parts]
+    assert list(camps) == by_hand
+    assert camps_of(configs["FedAvg"]) is camps  # same seed and partition: computed once
+
+
+def test_eq7_factors_reproduce_the_history(real):
+    configs, (histories, *_) = real
+    trace, factors = T.eq7_factors(configs, histories, 0, [("TACO", 2)])
+    recorded = histories["TACO", 0].clients
+    assert set(trace["round"]) == {1, 2} and len(trace) == (recorded["round"] <= 2).sum()  # expelled: left out
+    # eq. 7: α = (1 − ‖Δ_i‖ / Σ_j ‖Δ_j‖) · max(cos, 0), and the re-run gives the recorded α
+    assert factors.loc["TACO", "product_vs_alpha"] < 1e-5 and factors.loc["TACO", "rerun_vs_history"] < 1e-5
+    assert ((trace["size"] > 0) & (trace["size"] < 1)).all()
+    long = T.alpha_long(histories["TACO", 0], "TACO", 0, T.Camps()(configs["TACO"]))
+    assert {"round", "client", "alpha", "method", "seed", "camp"} <= set(long.columns)
+
+
+def claims_frames(taco_acc, off_acc, uniform_expelled, flips_uniform):
+    """Per-seed frames (3 seeds) in the shape check_claims reads, FedAvg at 0.84."""
+    methods = ["FedAvg", "TACO", "TACO, detection off", "TACO, uniform agg.", "TACO, IID", "TACO, N=100"]
+    expelled = {"FedAvg": np.nan, "TACO": 20, "TACO, detection off": 0, "TACO, uniform agg.": uniform_expelled,
+                "TACO, IID": 20, "TACO, N=100": 80}
+    acc = {"FedAvg": 0.84, "TACO": taco_acc, "TACO, detection off": off_acc, "TACO, uniform agg.": 0.835,
+           "TACO, IID": 0.76, "TACO, N=100": 0.7}
+    per_seed = pd.DataFrame([{"method": m, "seed": s, "final_accuracy": acc[m] + 0.001 * s, "expelled": expelled[m]}
+                             for m in methods for s in range(3)])
+    flips = {"TACO": 1.0, "TACO, detection off": 0.9, "TACO, uniform agg.": flips_uniform, "TACO, IID": np.nan}
+    stats = pd.DataFrame([{"method": m, "seed": s, "gap sign flips": f, "share α ≥ κ": 1.0 if m == "TACO, IID" else 0.5}
+                          for m, f in flips.items() for s in range(3)])
+    when = pd.DataFrame({"method": "TACO, IID", "seed": 0, "client": range(20), "expelled in round": 10})
+    trace = pd.DataFrame({"method": "TACO", "size": [0.9, 0.95]})
+    configs = {"TACO": Cfg(num_clients=20), "TACO, IID": Cfg(num_clients=20)}
+    acc_frame = per_seed.pivot(index="seed", columns="method", values="final_accuracy")[methods]
+    return configs, per_seed, acc_frame, stats, when, trace
+
+
+def test_check_claims_accepts_the_small_findings_and_rejects_others():
+    args = claims_frames(taco_acc=0.57, off_acc=0.72, uniform_expelled=2, flips_uniform=0.4)
+    T.check_claims(*args[:2], args[2], args[3], args[4], args[5], lam=10, many=100)
+    bad = claims_frames(taco_acc=0.57, off_acc=0.85, uniform_expelled=2, flips_uniform=0.4)  # detection off ≥ FedAvg
+    with pytest.raises(AssertionError):
+        T.check_claims(*bad[:2], bad[2], bad[3], bad[4], bad[5], lam=10, many=100)
+    bad = claims_frames(taco_acc=0.57, off_acc=0.72, uniform_expelled=2, flips_uniform=0.95)  # uniform alternates
+    with pytest.raises(AssertionError):
+        T.check_claims(*bad[:2], bad[2], bad[3], bad[4], bad[5], lam=10, many=100)
+
+
+def test_figures_draw(real, runs):
+    import matplotlib.pyplot as plt
+
+    configs, (histories, *_) = real
+    fake_configs, fake = runs
+    per_seed, summary, acc = T.seed_summary(fake, fake_configs)
+    histories5 = {(m, 0): fake["TACO", 0] for m in ["FedAvg", "FedACG", "TACO", "TACO, detection off",
+                                                     "TACO, uniform agg."]}
+    fig = T.plot_accuracy(fake_configs | {"TACO": Cfg()}, summary, acc, histories5, 0, 2, "ci", "adult")
+    assert len(fig.axes[1].lines) == 5  # five curves
+    stats, _ = T.alternation_stats(fake, fake_configs, lambda cfg: np.array([0, 1]), 0.6)
+    fig = T.plot_alternation(stats, "ci")
+    assert len(fig.axes[0].patches) == 1  # TACO: one method with a defined gap
+    fig = T.plot_table(pd.DataFrame([["a"] * 6]), "title")
+    assert fig.axes[0].get_title() == "title"
+    camps = T.Camps()(configs["TACO"])
+    if len(np.unique(camps)) > 1:
+        fig, long, (a, b), colors = T.plot_alpha(["TACO"] * 2, histories, configs, 0, camps, 0.6, "t")
+        assert len(long) == 2 * len(histories["TACO", 0].clients) and set(colors) == {a, b}
+        trace, _ = T.eq7_factors(configs, histories, 0, [("TACO", 1), ("TACO", 2)])
+        fig = T.plot_eq7(trace, {"TACO": camps}, colors, 0.6, 0, "ci")
+        assert len(fig.axes) == 2
+    plt.close("all")
