@@ -13,7 +13,6 @@ import pandas as pd
 from ..ledger import Best, Claim, Gap, Measure, Monotone, Order, Rule, with_few_seeds
 from .feddual import ABLATION, ABLATION_TABLES, METHODS, TABLE1
 
-PENDING = "small-scale 3-seed run pending (notebook changed in this session)"
 FEW_SEEDS = {f"{name}.csv": "the CIFAR-10 substitute runs at the first seed only (`fedkit.papers.feddual.runs`): its "
                             "runs end near chance, so no further seeds were spent on it"
              for name in ("table1_cifar10", "fig4_rounds_to_target", "table3_ablation_cifar10")}
@@ -126,7 +125,7 @@ def paper_cell(method: str, dataset: str) -> str:
 
 def table1_claims(dataset: str) -> list[Claim]:
     item = f"Table 1, {DATASETS[dataset]}, final accuracy %"
-    missing = {"missing": NO_CIFAR100 if dataset == "cifar100" else PENDING}
+    missing = {"missing": NO_CIFAR100} if dataset == "cifar100" else {}
     floor = CHANCE if dataset != "fmnist" else {}
     claims = [Claim(f"feddual-t1-{dataset}-best", "feddual", item, "FedDUAL has the highest final accuracy of the "
                     "nine methods", f"FedDUAL {paper_cell('FedDUAL', dataset)}, best (bold)", table1(dataset),
@@ -146,7 +145,7 @@ def table1_claims(dataset: str) -> list[Claim]:
 def ablation_claims(dataset: str) -> list[Claim]:
     table = ABLATION_TABLE[dataset]
     item = f"{table} (ablation), {DATASETS[dataset]}, final accuracy %"
-    missing = {"missing": NO_CIFAR100 if dataset == "cifar100" else PENDING}
+    missing = {"missing": NO_CIFAR100} if dataset == "cifar100" else {}
     floor = CHANCE if dataset != "fmnist" else {}
     paper = " / ".join(f"{v[0]:.2f}" for v in ABLATION_TABLES[dataset])
     return [
@@ -163,13 +162,13 @@ def alpha_claims(alpha: float, label: str) -> Claim:
     return Claim(f"feddual-fig13-best-{label.split()[-1]}", "feddual",
                  f"Fig. 13, FMNIST (small: 12k / 2k sample), {label}, final accuracy %",
                  "FedDUAL highest (small: of FedAvg, FedProx, FedDUAL; paper: of all baselines)",
-                 "FedDUAL highest at every α", heterogeneity(alpha), Best("FedDUAL"), missing=PENDING, **CHANCE,
+                 "FedDUAL highest at every α", heterogeneity(alpha), Best("FedDUAL"), **CHANCE,
                  caveat=f"{MU_EDGE}; {OWN_EPS}")
 
 
 def amplified_claims(dataset: str, figure: str) -> list[Claim]:
     item = f"{figure}, {DATASETS[dataset]}, non-IID / IID gradient-norm ratio of the final FedAvg model"
-    extra = dict(missing=PENDING, caveat=AMPLIFIED + (f"; {SUBSTITUTE}, whose FedAvg ends near chance"
+    extra = dict(caveat=AMPLIFIED + (f"; {SUBSTITUTE}, whose FedAvg ends near chance"
                                                      if dataset == "cifar10" else ""))
     return [
         Claim(f"feddual-fig{figure.split()[-1]}-output-amplified", "feddual", item,
@@ -203,40 +202,40 @@ CLAIMS = [
     # Fig. 5: dynamic aggregation on different tensor sets of the LeNet (FMNIST)
     Claim("feddual-fig5-all-worse", "feddual", "Fig. 5, FMNIST (small: 12k / 2k sample), dynamic tensors, final "
           "accuracy %", "dynamic aggregation on every tensor ends below it on the output layer (FedDUAL's default)",
-          "all layers diminish performance", LAYER_SETS, Order(("output layer", "all tensors")), missing=PENDING,
+          "all layers diminish performance", LAYER_SETS, Order(("output layer", "all tensors")),
           **CHANCE),
     Claim("feddual-fig5-last-best", "feddual", "Fig. 5, FMNIST (small: 12k / 2k sample), dynamic tensors, final "
           "accuracy %", "the output layer (the official code's 'last two layers') is the best tensor set",
-          "layers proximal to the classifier optimal", LAYER_SETS, Best("output layer"), missing=PENDING, **CHANCE),
+          "layers proximal to the classifier optimal", LAYER_SETS, Best("output layer"), **CHANCE),
     # Figs. 9–12: the barycenter's ε and iteration count (FMNIST)
     Claim("feddual-fig9-eps-best", "feddual", "Figs. 9–10, FMNIST (small: 12k / 2k sample), ε, final accuracy %",
           "ε = 1e-5 is the best ε", "best ε = 1e-5 (text also says 1e-4)", EPS, Best("ε = 1e-05"),
-          missing=PENDING, caveat=EPS_EDGE, **CHANCE_PCT),
+          caveat=EPS_EDGE, **CHANCE_PCT),
     Claim("feddual-fig9-larger-worse", "feddual", "Figs. 9–10, FMNIST (small: 12k / 2k sample), ε, final accuracy %",
           "a larger ε degrades performance: ε = 1e-2 ends below ε = 1e-5", "larger ε degrades or hinders convergence",
-          EPS, Order(("ε = 1e-05", "ε = 0.01")), missing=PENDING, caveat=EPS_EDGE, **CHANCE_PCT),
+          EPS, Order(("ε = 1e-05", "ε = 0.01")), caveat=EPS_EDGE, **CHANCE_PCT),
     Claim("feddual-fig11-iterations-best", "feddual", "Figs. 11–12, FMNIST (small: 12k / 2k sample), barycenter "
           "iterations, final accuracy %", "150 iterations is the best count", "best 150", ITERATIONS, Best(150),
-          missing=PENDING, **CHANCE_PCT, caveat=ITER_EPS),
+          **CHANCE_PCT, caveat=ITER_EPS),
     Claim("feddual-fig11-more-worse", "feddual", "Figs. 11–12, FMNIST (small: 12k / 2k sample), barycenter "
           "iterations, final accuracy %", "more iterations hurt: 500 ends below 150", "larger iterations may "
-          "adversely affect performance", ITERATIONS, NumberOrder((150, 500)), missing=PENDING,
+          "adversely affect performance", ITERATIONS, NumberOrder((150, 500)),
           **CHANCE_PCT, caveat=ITER_EPS),
     # Figs. 13–14: heterogeneity α (FMNIST, FedDUAL's Dirichlet split)
     *[alpha_claims(alpha, label) for alpha, label in zip((0.01, 0.1, 1.0), ALPHAS)],
     *[Claim(f"feddual-fig13-rises-{m.lower()}", "feddual", "Fig. 13, FMNIST (small: 12k / 2k sample), final "
             "accuracy % at α = 0.01, 0.1, 1", f"{m}'s accuracy rises as α grows (less heterogeneity)",
-            "accuracy rises with α for all", heterogeneity(method=m), Monotone(ALPHAS), missing=PENDING, **CHANCE)
+            "accuracy rises with α for all", heterogeneity(method=m), Monotone(ALPHAS), **CHANCE)
       for m in ("FedAvg", "FedProx", "FedDUAL")],
     # Figs. 1 and 7: loss landscapes (FMNIST)
     Claim("feddual-fig1-noniid-sharper", "feddual", "Fig. 1, FMNIST (small: 12k / 2k sample), FedAvg's loss "
           "landscape, sharpness", "FedAvg trained on non-IID data sits in a sharper region than on IID data",
-          "non-IID sharper (narrower valleys)", SHARP, Order(("FedAvg, non-IID", "FedAvg, IID")), missing=PENDING,
+          "non-IID sharper (narrower valleys)", SHARP, Order(("FedAvg, non-IID", "FedAvg, IID")),
           caveat=SHARPNESS),
     Claim("feddual-fig7-feddual-flatter", "feddual", "Fig. 7, FMNIST (small: 12k / 2k sample), non-IID, loss "
           "landscape, sharpness", "FedDUAL's model sits in a flatter region than FedAvg's",
           "FedDUAL notably flatter", SHARP, Order(("FedDUAL, non-IID", "FedAvg, non-IID"), higher=False),
-          missing=PENDING, caveat=SHARPNESS),
+          caveat=SHARPNESS),
     # Figs. 2 and 6: per-layer gradient norms, IID vs non-IID
     *amplified_claims("fmnist", "Fig. 2"),
     *amplified_claims("cifar10", "Fig. 6"),

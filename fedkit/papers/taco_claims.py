@@ -22,7 +22,6 @@ NAMES = {"adult": "adult", "fmnist": "FMNIST", "cifar10": "CIFAR-10 (small: 4k s
          "shakespeare": "Shakespeare (small: 10 LEAF roles, K = 5, T = 15)"}
 ADULT = "adult_paper_settings_accuracy.csv"
 ADULT_ITEM = "adult at the paper's settings (N = 20, K = 100, η_l = 0.01, T = 50, Dir(0.5)), final accuracy %"
-PENDING = "small-scale 3-seed run pending (notebook changed in this session)"
 PLAN = "2026-11-25, 1 torch thread, idle 2-core CPU"
 _LABEL_GROUPS, _DIRICHLET = over_budget(1, 14.2, PLAN), over_budget(1, 8.8, PLAN)
 FEW_SEEDS = {  # why a small-scale CSV holds fewer than 3 seeds
@@ -217,7 +216,7 @@ def fig6_claims(dataset: str, data: str) -> list[Claim]:
     return [Claim(f"taco-fig6-{dataset}-{m.lower()}", T, item,
                   f"{m} with TACO's tailored coefficient gains over plain {m} (≥ 1 point)",
                   "a performance gain (curves only)", replace(measure, names=(f"{m}-TACO", m)),
-                  Gap(f"{m}-TACO", m, at_least=GAIN), missing=PENDING, **CHANCE) for m in ("FedProx", "Scaffold")]
+                  Gap(f"{m}-TACO", m, at_least=GAIN), **CHANCE) for m in ("FedProx", "Scaffold")]
 
 
 # ---- Tables II, VI, VII, VIII and Fig. 7 -----------------------------------------------------------------------
@@ -227,7 +226,7 @@ def table2_claim(dataset: str, data: str, paper: str) -> Claim:
                  "α grows with a client's label diversity and freeloaders get the largest: A < B < C < freeloaders",
                  paper, Measure("table2_alpha_groups_seeds.csv", "alpha", by="group", where={"dataset": dataset},
                                 names=("A", "B", "C", "Freeloaders")),
-                 Order(("Freeloaders", "C", "B", "A")), missing=PENDING)
+                 Order(("Freeloaders", "C", "B", "A")))
 
 
 SWITCHES = ("✗ corr ✗ agg", "✗ corr ✓ agg", "✓ corr ✗ agg", "✓ corr ✓ agg")
@@ -240,7 +239,7 @@ def table6_claims(setting: str) -> list[Claim]:
     item = f"Table VI, {setting}, final accuracy % (N = 20, small: K = 20, T = 30)"
     measure = Measure("table6_ablation_seeds.csv", "fedkit", by="switches", where={"setting": setting},
                       names=SWITCHES)
-    extra = dict(missing=PENDING, **(FEMNIST_FLOOR if setting.startswith("FEMNIST") else {}))
+    extra = dict(**(FEMNIST_FLOOR if setting.startswith("FEMNIST") else {}))
     if setting == "adult Dir(0.1)":
         extra["caveat"] = "minimum client size 5 instead of NIID-Bench's 10, which no draw reaches"
     short = setting.lower().replace(" dir(0.", "").replace(")", "")
@@ -285,24 +284,24 @@ def table8_claims() -> list[Claim]:
     return [
         Claim("taco-table8-default-tpr", T, item.format(default + " (the paper's default): TPR %"),
               "every freeloader is expelled (TPR = 100 %)", "100 %", table8(default, "TPR"),
-              Threshold(default, at_least=100), missing=PENDING),
+              Threshold(default, at_least=100)),
         Claim("taco-table8-default-fpr", T, item.format(default + " (the paper's default): FPR %"),
               "no benign client is expelled (FPR = 0 %)", "0 %", table8(default, "FPR"),
-              Threshold(default, at_most=0), missing=PENDING),
+              Threshold(default, at_most=0)),
         Claim("taco-table8-kappa09-tpr", T, item.format("κ = 0.9, λ = T/5: TPR %"),
               "freeloaders are still caught at κ = 0.9 (TPR = 100 %)", "100 %", table8("κ = 0.9, λ = T/5", "TPR"),
-              Threshold("κ = 0.9, λ = T/5", at_least=100), missing=PENDING),
+              Threshold("κ = 0.9, λ = T/5", at_least=100)),
         Claim("taco-table8-kappa1-tpr", T, item.format("κ = 1.0, λ = T/5: TPR %"),
               "at κ = 1.0 no freeloader is caught (TPR = 0 %)", "0 %", table8("κ = 1, λ = T/5", "TPR"),
-              Threshold("κ = 1, λ = T/5", at_most=0), missing=PENDING),
+              Threshold("κ = 1, λ = T/5", at_most=0)),
         Claim("taco-table8-fpr-falls-kappa", T, item.format("λ = T/5: FPR % over κ"),
               "a stricter κ expels fewer benign clients: FPR at κ = 0.4 above FPR at κ = 0.8", "12.5 % vs 0 %",
               table8(("κ = 0.4, λ = T/5", "κ = 0.8, λ = T/5"), "FPR"),
-              Order(("κ = 0.4, λ = T/5", "κ = 0.8, λ = T/5")), missing=PENDING),
+              Order(("κ = 0.4, λ = T/5", "κ = 0.8, λ = T/5"))),
         Claim("taco-table8-fpr-falls-lambda", T, item.format("κ = 0.4: FPR % over λ"),
               "a stricter λ expels fewer benign clients: FPR at λ = T/10 above FPR at λ = T/2", "25 % vs 0 %",
               table8(("κ = 0.4, λ = T/10", "κ = 0.4, λ = T/2"), "FPR"),
-              Order(("κ = 0.4, λ = T/10", "κ = 0.4, λ = T/2")), missing=PENDING),
+              Order(("κ = 0.4, λ = T/10", "κ = 0.4, λ = T/2"))),
     ]
 
 
