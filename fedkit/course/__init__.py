@@ -1,0 +1,1 @@
+"""The teaching course's exercise checkers, one module per lesson."""
