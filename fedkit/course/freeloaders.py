@@ -1,0 +1,49 @@
+"""Lesson 07 (freeloaders and contribution-aware aggregation): the exercise's checker.
+
+Exercise: TACO counts a round against client i when its coefficient α_i ≥ κ and expels it after λ counts
+(TACO eq. 10). Freeloaders, which upload the last global move, score a high α; so do honest clients whose data
+cover many labels. Find a κ at which TACO expels every freeloader and no honest client, on every seed.
+"""
+from __future__ import annotations
+
+import pandas as pd
+
+from ..analysis.detection import detection_rates, freeloader_mask
+from ..config import Config
+from ..seeds import run_seeds
+
+REFERENCE_KAPPA = 0.8  # expels all freeloaders and no honest client on seeds 0–2 of lesson 07 (κ = 0.6: 1 honest)
+
+
+def rates(kappa: float, base: Config, seeds) -> pd.DataFrame:
+    """One row per seed: TACO's true- and false-positive rates (expelled freeloaders / freeloaders, expelled honest /
+    honest clients, at the end of training) with threshold ``kappa`` on ``base`` (a TACO config with freeloaders)."""
+    if not base.algorithm_args.get("detect", True):
+        raise ValueError("the exercise measures TACO's detector: base has detect=False")
+    cfg = base.replace(algorithm_args={**base.algorithm_args, "kappa": float(kappa)})
+    runs = run_seeds({"TACO": cfg}, list(seeds))
+    rows = [(s, *detection_rates(runs["TACO", s], freeloader_mask(cfg.replace(seed=s)))) for s in seeds]
+    return pd.DataFrame(rows, columns=["seed", "TPR", "FPR"]).set_index("seed")
+
+
+def check_exercise(kappa: float | None, base: Config, seeds) -> pd.DataFrame:
+    """Assert that TACO with threshold ``kappa`` expels every freeloader and no honest client on every seed
+    (None: the reference answer is checked); returns the rates per seed."""
+    if kappa is None:
+        print(f"no answer given: checking the reference answer κ = {REFERENCE_KAPPA}")
+        kappa = REFERENCE_KAPPA
+    if isinstance(kappa, bool) or not isinstance(kappa, (int, float)) or not 0 <= kappa <= 1:
+        raise AssertionError(f"κ must be a number in [0, 1] (α_i lies there), got {kappa!r}")
+    if base.algorithm != "taco" or base.threat != "freeloaders":
+        raise ValueError(f"the exercise runs TACO against freeloaders, got algorithm {base.algorithm!r} and "
+                         f"threat {base.threat!r}")
+    found = rates(kappa, base, seeds)
+    missed = found[found["TPR"] < 1].index.tolist()
+    assert not missed, (f"with κ = {kappa}, some freeloaders stay on seeds {missed} (TPR "
+                        f"{found['TPR'].round(2).tolist()}): their α does not reach κ often enough; try a lower κ")
+    wrong = found[found["FPR"] > 0].index.tolist()
+    assert not wrong, (f"with κ = {kappa}, honest clients are expelled on seeds {wrong} (FPR "
+                       f"{found['FPR'].round(2).tolist()}): clients holding many labels also score a high α; "
+                       "try a higher κ")
+    print(f"correct: with κ = {kappa}, every freeloader and no honest client is expelled on seeds {list(seeds)}")
+    return found

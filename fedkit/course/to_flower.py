@@ -1,0 +1,45 @@
+"""Lesson 09 (from simulation to Flower): the exercise's checker.
+
+Exercise: on Flower, every round is a message to each sampled client and a reply, and fedkit counts the bytes they
+carry. Predict what one SCAFFOLD client downloads and uploads per round for a model of P float32 parameters, and
+check the prediction against a run's history.
+"""
+from __future__ import annotations
+
+FLOAT32 = 4  # bytes per parameter
+
+
+def measured(history) -> tuple[int, int]:
+    """(bytes down, bytes up) of one client in one round of ``history``; every client and round must agree."""
+    clients = history.clients
+    down, up = clients["bytes_down"].unique(), clients["bytes_up"].unique()
+    if len(down) != 1 or len(up) != 1:
+        raise ValueError(f"clients' traffic differs between clients or rounds: down {sorted(down)}, up {sorted(up)}")
+    return int(down[0]), int(up[0])
+
+
+def reference(history) -> tuple[int, int]:
+    """SCAFFOLD's traffic from the model's size: the model and c go down, Δy_i and Δc_i come back."""
+    size = FLOAT32 * history.weights.numel()
+    return 2 * size, 2 * size
+
+
+def check_exercise(answer: tuple[int, int] | None, history) -> tuple[int, int]:
+    """Assert that ``answer`` = (bytes down, bytes up) per client and round is what the SCAFFOLD run ``history``
+    carried (None: the reference answer is checked); returns the measured pair."""
+    if history.config["algorithm"] != "scaffold":
+        raise ValueError(f"the exercise is about SCAFFOLD's messages, got a {history.config['algorithm']!r} run")
+    if answer is None:
+        answer = reference(history)
+        print(f"no answer given: checking the reference answer {answer}")
+    if not (isinstance(answer, (tuple, list)) and len(answer) == 2 and all(isinstance(b, int) for b in answer)):
+        raise AssertionError(f"answer with two whole numbers of bytes, (down, up), got {answer!r}")
+    down, up = measured(history)
+    params = history.weights.numel()
+    for name, guess, real in (("down", answer[0], down), ("up", answer[1], up)):
+        hint = (f"bytes, not numbers: each of the {params} parameters is a float32 of {FLOAT32} bytes"
+                if guess * FLOAT32 in (real, real // 2) else
+                "SCAFFOLD sends more than the model: what else does a client receive (down) or return (up)?")
+        assert guess == real, f"{name}: you predicted {guess} bytes, the run carried {real}; {hint}"
+    print(f"correct: {down} bytes down and {up} up per client and round ({params} parameters)")
+    return down, up
