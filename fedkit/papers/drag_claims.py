@@ -21,10 +21,7 @@ def c_edge(edge: str) -> str:
 
 PLAN = "2026-11-25, 1 torch thread, idle 2-core CPU"
 FEW_SEEDS = {DRIFT: over_budget(2, 28.5, PLAN), DRIFT_CIFAR: over_budget(1, 17.9, PLAN),
-             DRIFT_FASHION: over_budget(1, 17.9, PLAN),
-             BYZ_CIFAR: "the 3-seed run (≈ 21 min by `fedkit figures --plan`) is pending: it did not finish on the "
-                        "shared CPU"}
-PENDING = "small-scale 3-seed run pending (the notebook saves this table since this session; its runs did not fit)"
+             DRIFT_FASHION: over_budget(1, 17.9, PLAN)}
 FASHION_MISSING = "the Fashion-MNIST stand-in is a small-scale substitute for CIFAR-10; paper scale runs CIFAR-10"
 
 
@@ -91,8 +88,7 @@ CLAIMS = [
           "FLTrust cuts benign clients off (trust 0) more under high heterogeneity than under low",
           "benign clients get trust 0 under high heterogeneity",
           Measure("figs5_6_byzantine_cifar10_trust.csv", "trust_zero_share", by="heterogeneity",
-                  where={"honest": True}, percent=True, names=("high", "low")), Order(("high", "low")),
-          missing=PENDING),
+                  where={"honest": True}, percent=True, names=("high", "low")), Order(("high", "low"))),
     # Fig. 7: EMNIST (small: MNIST), IID, four attackers of ten
     Claim("drag-fig7-fedavg-fine", "drag", "Fig. 7, EMNIST (small: MNIST), IID, final accuracy %",
           "FedAvg is fine under attack (within 2 points of FedAvg without the attack)", "FedAvg and FLTrust fine",
