@@ -352,13 +352,18 @@ def decide(claim: Claim, scale: str, root: Path) -> Verdict:
     return dataclasses.replace(verdict, reason=f"{verdict.reason}; {n} seed{'s' * (n != 1)}: {claim.few_seeds}")
 
 
-def over_budget(seeds: int, planned_minutes: float, when: str) -> str:
+PLAN_RUN = "2026-11-25, 1 torch thread, idle 2-core CPU"  # the `fedkit figures --plan` the budgets below cite
+
+
+def seed_budget(seeds: int, planned_minutes: float) -> str:
     """The few-seeds reason of a notebook whose ``seeds`` took ``planned_minutes`` in ``fedkit figures --plan``
-    (run on ``when``): the minutes ``MIN_SEEDS`` seeds would take, against the small scale's budget."""
+    (``PLAN_RUN``): the minutes ``MIN_SEEDS`` seeds would take, over the small scale's budget or within it (then the
+    notebook only lacks a loop over seeds)."""
     more = planned_minutes * MIN_SEEDS / seeds
+    verdict = (f"over the {SMALL_BUDGET_MINUTES}-minute small-scale budget" if more > SMALL_BUDGET_MINUTES
+               else "within budget: a seed loop in the notebook is pending")
     return (f"the notebook runs {seeds} seed{'s' * (seeds != 1)}; {MIN_SEEDS} would take ≈ {more:.0f} min "
-            f"(`fedkit figures --plan` on {when}: {planned_minutes:.1f} min for {seeds}), over the "
-            f"{SMALL_BUDGET_MINUTES}-minute small-scale budget")
+            f"(`fedkit figures --plan` on {PLAN_RUN}: {planned_minutes:.1f} min for {seeds}), {verdict}")
 
 
 def with_few_seeds(claims: list[Claim], reasons: dict[str, str]) -> list[Claim]:

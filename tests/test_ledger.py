@@ -129,6 +129,12 @@ def test_ledger_few_seeds_states_its_reason_at_small_scale_only(tmp_path):
     assert ledger.with_few_seeds([c], {"y.csv": "other"}) == [c]
 
 
+def test_ledger_seed_budget_scales_the_planned_minutes_to_three_seeds():
+    over, within = ledger.seed_budget(2, 28.5), ledger.seed_budget(1, 2.2)
+    assert "3 would take ≈ 43 min" in over and over.endswith("over the 20-minute small-scale budget")
+    assert "3 would take ≈ 7 min" in within and within.endswith("a seed loop in the notebook is pending")
+
+
 def test_ledger_claim_ids_are_unique_and_every_label_is_one_of_five():
     claims = ledger.claims()
     assert len({c.id for c in claims}) == len(claims) > 0

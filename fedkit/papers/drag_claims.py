@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from ..ledger import Best, Claim, Gap, Measure, Order, Ratio, over_budget, with_few_seeds
+from ..ledger import Best, Claim, Gap, Measure, Order, Ratio, seed_budget, with_few_seeds
 from .drag import BYZANTINE_METHODS, DRIFT_METHODS
 
 DRIFT = "fig3_emnist_client_drift.csv"
@@ -19,9 +19,8 @@ def c_edge(edge: str) -> str:
             f"(the 'DRAG c=…' rows of the same CSV) is best at its {edge} edge, so the verdict rests on a grid edge")
 
 
-PLAN = "2026-11-25, 1 torch thread, idle 2-core CPU"
-FEW_SEEDS = {DRIFT: over_budget(2, 28.5, PLAN), DRIFT_CIFAR: over_budget(1, 17.9, PLAN),
-             DRIFT_FASHION: over_budget(1, 17.9, PLAN)}
+FEW_SEEDS = {DRIFT: seed_budget(2, 28.5), DRIFT_CIFAR: seed_budget(1, 17.9),
+             DRIFT_FASHION: seed_budget(1, 17.9)}
 FASHION_MISSING = "the Fashion-MNIST stand-in is a small-scale substitute for CIFAR-10; paper scale runs CIFAR-10"
 
 

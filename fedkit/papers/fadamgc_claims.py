@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from ..ledger import Best, Claim, Gap, Measure, Order, Rule, Threshold, Within, over_budget, with_few_seeds
+from ..ledger import Best, Claim, Gap, Measure, Order, Rule, Threshold, Within, seed_budget, with_few_seeds
 from . import fadamgc as P
 
 METHODS = tuple(P.METHODS)
@@ -20,8 +20,7 @@ BASELINES = tuple(m for m in METHODS if m not in P.TRACKING)
 TABLE2, TABLE3, BOUND = "table2_per_seed.csv", "table3_per_seed.csv", "table3_step_bound.csv"
 LANGUAGE, FIG3, GAPS = "table2_language_per_seed.csv", "fig3_heterogeneity.csv", "fig3_gaps.csv"
 FIG4, FIGS5_8 = "fig4_tracking_subset.csv", "figs5_8_sampling_rate.csv"
-PLAN = "2026-11-25, 1 torch thread, idle 2-core CPU"
-FEW_SEEDS = {FIG4: over_budget(1, 10.7, PLAN), FIGS5_8: over_budget(1, 13.9, PLAN)}
+FEW_SEEDS = {FIG4: seed_budget(1, 10.7), FIGS5_8: seed_budget(1, 13.9)}
 PENDING = "small-scale 3-seed run pending (notebook changed in this session)"
 CIFAR100 = "CIFAR-100 is not available offline (Figs. 5–6 run at paper scale only)"
 CHANCE = dict(floor=0.15, floor_why="every final accuracy below 15 % (within 5 points of chance, 10 %)")

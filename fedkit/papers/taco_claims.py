@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from ..ledger import Best, Claim, Gap, Measure, Order, Ratio, Threshold, Within, over_budget, with_few_seeds
+from ..ledger import Best, Claim, Gap, Measure, Order, Ratio, Threshold, Within, seed_budget, with_few_seeds
 from .taco import METHODS, TABLE5
 
 T = "taco"
@@ -22,8 +22,7 @@ NAMES = {"adult": "adult", "fmnist": "FMNIST", "cifar10": "CIFAR-10 (small: 4k s
          "shakespeare": "Shakespeare (small: 10 LEAF roles, K = 5, T = 15)"}
 ADULT = "adult_paper_settings_accuracy.csv"
 ADULT_ITEM = "adult at the paper's settings (N = 20, K = 100, η_l = 0.01, T = 50, Dir(0.5)), final accuracy %"
-PLAN = "2026-11-25, 1 torch thread, idle 2-core CPU"
-_LABEL_GROUPS, _DIRICHLET = over_budget(1, 14.2, PLAN), over_budget(1, 8.8, PLAN)
+_LABEL_GROUPS, _DIRICHLET = seed_budget(1, 14.2), seed_budget(1, 8.8)
 FEW_SEEDS = {  # why a small-scale CSV holds fewer than 3 seeds
     **{f"{kind}_label_groups.csv": _LABEL_GROUPS
        for kind in ("table5_round_to_accuracy", "fig4_time_to_target", "fig5_time_per_round")},
@@ -31,13 +30,11 @@ FEW_SEEDS = {  # why a small-scale CSV holds fewer than 3 seeds
     **{f"{kind}_dirichlet.csv": _DIRICHLET
        for kind in ("table5_round_to_accuracy", "fig4_time_to_target", "fig5_time_per_round")},
     "table3_features_time.csv": _DIRICHLET,
-    **{f"{kind}_shakespeare.csv": "the notebook runs 1 seed; 3 would take ≈ 16 min (`fedkit figures --plan`: 5.3 min "
-                                  "for 1), within budget: a seed loop in the notebook is pending"
+    **{f"{kind}_shakespeare.csv": seed_budget(1, 5.3)
        for kind in ("table5_round_to_accuracy", "fig4_time_to_target", "fig5_time_per_round")},
-    "table1_compute_time.csv": "the notebook times 1 seed; 3 would take ≈ 7 min (`fedkit figures --plan`: 2.2 min "
-                               "for 1), within budget: a seed loop in the notebook is pending",
-    "fig7_gamma_sensitivity.csv": over_budget(1, 20.5, PLAN),
-    "table7_scalability.csv": over_budget(1, 13.8, PLAN),
+    "table1_compute_time.csv": seed_budget(1, 2.2),
+    "fig7_gamma_sensitivity.csv": seed_budget(1, 20.5),
+    "table7_scalability.csv": seed_budget(1, 13.8),
     "table8_freeloader_detection_seeds.csv": "the κ = 0.4 cells at λ = T/10 and T/2 run at the first seed only (every "
                                              "λ = T/5 cell at 3): the plan predicts 27 min for this listing, already "
                                              "over the 20-minute small-scale budget",
