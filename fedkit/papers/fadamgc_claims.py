@@ -21,7 +21,7 @@ TABLE2, TABLE3, BOUND = "table2_per_seed.csv", "table3_per_seed.csv", "table3_st
 LANGUAGE, FIG3, GAPS = "table2_language_per_seed.csv", "fig3_heterogeneity.csv", "fig3_gaps.csv"
 FIG4, FIGS5_8 = "fig4_tracking_subset.csv", "figs5_8_sampling_rate.csv"
 FEW_SEEDS = {FIG4: seed_budget(1, 10.7), FIGS5_8: seed_budget(1, 13.9)}
-PENDING = "small-scale 3-seed run pending (notebook changed in this session)"
+PENDING = "small-scale run pending: the SST-2 notebook has not been rerun since it saves per-seed rows"
 CIFAR100 = "CIFAR-100 is not available offline (Figs. 5–6 run at paper scale only)"
 CHANCE = dict(floor=0.15, floor_why="every final accuracy below 15 % (within 5 points of chance, 10 %)")
 STAND_IN = "small: Fashion-MNIST stand-in"
@@ -199,30 +199,30 @@ CLAIMS = [
           Measure(TABLE2, "round_time_vs_localadam", where={"paper_row": "CIFAR-10"},
                   names=("FedAvg-M", "SCAFFOLD-M", "FA-NT", "FAdamGC")),
           Near(tuple((m, RATIO[m]) for m in ("FedAvg-M", "SCAFFOLD-M", "FA-NT", "FAdamGC")), 0.05),
-          missing=PENDING, deterministic="the clock charges K local steps plus the traffic the code sends, whatever "
+          deterministic="the clock charges K local steps plus the traffic the code sends, whatever "
           "the draw; fedkit's link is fitted to the paper's ratio of one transfer to one local step"),
     Claim("fadamgc-table2-rounds-best", "fadamgc", T2_ROUNDS, "FAdamGC needs the fewest rounds of the seven methods",
           paper_rounds("CIFAR-10", "FAdamGC", "FA-NT", "SCAFFOLD-M", "LocalAdam"), table2("rounds_to_target"),
-          Best("FAdamGC", higher=False), missing=PENDING, caveat=edge(*METHODS)),
+          Best("FAdamGC", higher=False), caveat=edge(*METHODS)),
     Claim("fadamgc-table2-rounds-vs-localadam", "fadamgc", T2_ROUNDS,
           "FAdamGC needs no more rounds than LocalAdam (the claim that must hold)",
           paper_rounds("CIFAR-10", "FAdamGC", "LocalAdam"), table2("rounds_to_target", ("FAdamGC", "LocalAdam")),
-          Gap("FAdamGC", "LocalAdam", at_most=0), missing=PENDING, caveat=edge("FAdamGC")),
+          Gap("FAdamGC", "LocalAdam", at_most=0), caveat=edge("FAdamGC")),
     Claim("fadamgc-table2-fant-rounds", "fadamgc", T2_ROUNDS,
           "FA-NT is strong in rounds: fewer than each of the five baselines",
           paper_rounds("CIFAR-10", "FA-NT", *BASELINES), table2("rounds_to_target"),
-          Best("FA-NT", others=BASELINES, higher=False), missing=PENDING, caveat=edge(*BASELINES)),
+          Best("FA-NT", others=BASELINES, higher=False), caveat=edge(*BASELINES)),
     Claim("fadamgc-table2-minutes-best", "fadamgc", T2_MINUTES,
           "FAdamGC needs the least simulated time of the seven methods",
           paper_minutes("CIFAR-10", "FAdamGC", "LocalAdam", "FA-NT"), table2("minutes_to_target"),
-          Best("FAdamGC", higher=False), missing=PENDING, caveat=edge(*METHODS)),
+          Best("FAdamGC", higher=False), caveat=edge(*METHODS)),
     Claim("fadamgc-table2-fant-costlier", "fadamgc", T2_MINUTES,
           "FA-NT costs more simulated time than FAdamGC (its communication overhead)",
           paper_minutes("CIFAR-10", "FAdamGC", "FA-NT"), table2("minutes_to_target", ("FAdamGC", "FA-NT")),
-          Order(("FAdamGC", "FA-NT"), higher=False), missing=PENDING, caveat=edge("FAdamGC")),
+          Order(("FAdamGC", "FA-NT"), higher=False), caveat=edge("FAdamGC")),
     Claim("fadamgc-fig2-final-best", "fadamgc", f"Fig. 2, CIFAR-10 ({STAND_IN}), final test accuracy % (100 rounds)",
           "FAdamGC converges best: highest final accuracy of the seven", "FAdamGC faster and more stable",
-          table2("final_accuracy", percent=True), Best("FAdamGC"), **CHANCE, missing=PENDING, caveat=edge(*METHODS)),
+          table2("final_accuracy", percent=True), Best("FAdamGC"), **CHANCE, caveat=edge(*METHODS)),
     Claim("fadamgc-table2-cifar10-subset", "fadamgc",
           "Table 2, CIFAR-10 row (small: the 4k CIFAR-10 subset, Table 2's config in figs5_8: rate 0.1, K = 20), "
           "rounds to 30 %", "FAdamGC needs the fewest rounds of LocalAdam, FA-NT and FAdamGC (the four SGD and "
@@ -249,19 +249,19 @@ CLAIMS = [
     # Table 3 (App. G): the special case β1 = β2 = 0
     Claim("fadamgc-table3-gc-default-beats-special", "fadamgc", T3, "FAdamGC needs fewer rounds than FAdamGC*",
           paper_rounds("CIFAR-10", "FAdamGC", "FAdamGC*", table=P.TABLE3_ROUNDS), table3(("FAdamGC", "FAdamGC*")),
-          Order(("FAdamGC", "FAdamGC*"), higher=False), missing=PENDING, caveat=edge("FAdamGC")),
+          Order(("FAdamGC", "FAdamGC*"), higher=False), caveat=edge("FAdamGC")),
     Claim("fadamgc-table3-nt-default-beats-special", "fadamgc", T3, "FA-NT needs fewer rounds than FA-NT*",
           paper_rounds("CIFAR-10", "FA-NT", "FA-NT*", table=P.TABLE3_ROUNDS), table3(("FA-NT", "FA-NT*")),
-          Order(("FA-NT", "FA-NT*"), higher=False), missing=PENDING),
+          Order(("FA-NT", "FA-NT*"), higher=False)),
     Claim("fadamgc-table3-gc-beats-nt-special", "fadamgc", T3, "FAdamGC* needs fewer rounds than FA-NT*",
           paper_rounds("CIFAR-10", "FAdamGC*", "FA-NT*", table=P.TABLE3_ROUNDS), table3(("FAdamGC*", "FA-NT*")),
-          Order(("FAdamGC*", "FA-NT*"), higher=False), missing=PENDING, caveat=edge("FAdamGC")),
+          Order(("FAdamGC*", "FA-NT*"), higher=False), caveat=edge("FAdamGC")),
     Claim("fadamgc-table3-step-bound", "fadamgc",
           f"Theorem 5.2 / Table 3, largest local step of FAdamGC* over η_l (first 5 rounds traced; {STAND_IN})",
           "with β1 = β2 = 0 every local step is bounded by η_l (read as ≤ 1.001 η_l: float rounding)",
           "local updates bounded by η_l",
           Measure(BOUND, "local_step_over_eta_l", where={"paper_row": "CIFAR-10"}, names=("FAdamGC*",)),
-          Threshold("FAdamGC*", at_most=1.001), missing=PENDING,
+          Threshold("FAdamGC*", at_most=1.001),
           paper_missing="paper scale traces no local step (ResNet-18's iterates would not fit); not run yet"),
     # Fig. 3: heterogeneity (α of the Dirichlet split)
     Claim("fadamgc-fig3-gc-ahead-at-0.1", "fadamgc", f"{F3}, α = 0.1",
@@ -270,12 +270,12 @@ CLAIMS = [
           caveat=edge("FAdamGC")),
     Claim("fadamgc-fig3-gap-largest-at-0.1", "fadamgc", f"{F3}, LocalAdam − FAdamGC per α",
           "the gap LocalAdam − FAdamGC is largest at α = 0.1 (more pronounced under high heterogeneity)",
-          "largest at α = 0.1", Measure(GAPS, "gap", by="alpha"), Best(0.1), missing=PENDING,
+          "largest at α = 0.1", Measure(GAPS, "gap", by="alpha"), Best(0.1),
           caveat=edge("FAdamGC")),
     Claim("fadamgc-fig3-negligible-near-iid", "fadamgc", f"{F3}, (LocalAdam − FAdamGC) / LocalAdam at α = 1",
           "the gap is negligible near IID (read as: within 10 % of LocalAdam's rounds at α = 1)", "negligible",
           Measure(GAPS, "relative_gap", by="alpha", percent=True, names=(1.0,)), Within(1.0, 0.0, 0.10),
-          missing=PENDING, caveat=edge("FAdamGC")),
+          caveat=edge("FAdamGC")),
     Claim("fadamgc-fig3-gc-beats-nt-at-0.1", "fadamgc", f"{F3}, α = 0.1",
           "FAdamGC mitigates heterogeneity better than FA-NT: fewer rounds at α = 0.1",
           "FAdamGC better than FA-NT under heterogeneity", fig3("rounds_to_target", 0.1, ("FAdamGC", "FA-NT")),
