@@ -88,7 +88,9 @@ class Measure:
         absent = [n for n in order if n not in table]
         if absent:
             raise FedkitError(f"{self.source}: no rows for {absent} in column {self.by!r} where {self.where}")
-        return table[order].astype(float).rename_axis(index="seed", columns=None)
+        table = table[order].astype(float).rename_axis(index="seed", columns=None)
+        ran = rows.groupby(["_seed", self.by]).size().unstack().reindex(index=table.index, columns=order).notna()
+        return table[ran.all(axis=1).to_numpy()]  # a seed that has not run every quantity is not compared
 
     def values(self, frame: pd.DataFrame) -> pd.DataFrame:
         table = self.raw(frame)
@@ -407,7 +409,8 @@ def decide_values(claim: Claim, raw: pd.DataFrame, measure: Measure | None = Non
 
 
 def format_values(values: pd.DataFrame, measure: Measure) -> str:
-    """'DRAG 24.2 ± 0.8 · FLTrust 11.6 ± 0.5' (mean ± std over seeds, ddof 1; one seed: the value; '×' never/NaN)."""
+    """'DRAG 24.2 ± 0.8 · FLTrust 11.6 ± 0.5' (mean ± std over seeds, ddof 1; one seed: the value; '(k ×)': k runs
+    diverged or never reached the target)."""
     scale = 100.0 if measure.percent else 1.0
     cells = []
     for name in values.columns:

@@ -61,6 +61,16 @@ def test_ledger_fill_makes_a_run_that_never_reached_lose():
     assert ledger.decide_values(unfilled, values).label == "inconclusive"  # NaN seeds dropped: one left
 
 
+def test_ledger_a_seed_never_run_is_left_out_not_counted_as_diverged():
+    frame = pd.DataFrame({"method": ["A", "B", "A", "B", "A"], "seed": [0, 0, 1, 1, 2],
+                          "v": [0.9, math.nan, 0.8, 0.7, 0.85]})  # B diverged on seed 0 and never ran seed 2
+    c = Claim("c", "t", "i", "w", "p", Measure("x.csv", "v", fill=0.0), Order(("A", "B")))
+    raw = c.measure.raw(frame)
+    assert raw.index.tolist() == [0, 1] and math.isnan(raw.loc[0, "B"])
+    verdict = ledger.decide_values(c, raw)
+    assert verdict.seeds == 2 and verdict.value == "A 0.85 ± 0.071 · B 0.70 (1 ×)"
+
+
 def test_ledger_rules_per_seed():
     v = seeds(A=[3.0, 1.0, 2.0], B=[1.0, 2.0, 1.0], C=[0.0, 0.0, 3.0])
     assert Order(("A", "B")).agree(v).tolist() == [True, False, True]
