@@ -29,7 +29,7 @@ from fedkit.models.registry import build_model
 from fedkit.plan import offline
 
 NOTEBOOKS = Path(__file__).parents[1] / "notebooks"
-PAPERS = ("taco", "feddual", "fadamgc", "drag")
+PAPERS = ("taco", "feddual", "fadamgc", "drag", "peers")
 # the shape (a tuple: images; an int: token ids of that length) and classes of each paper-scale data set that may be
 # missing here (None: the length is the config's max_length)
 SHAPES = {"emnist": ((1, 28, 28), 47), "svhn": ((3, 32, 32), 10), "cifar10": ((3, 32, 32), 10),
