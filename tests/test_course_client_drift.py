@@ -1,11 +1,26 @@
 """Lesson 02's checked exercise: FedAvg reaches w* only with few enough local steps."""
 import pytest
 
-from fedkit.course import client_drift
+from fedkit.course import WrongAnswer, client_drift
 
 
-def test_reference_answer_passes():
-    assert client_drift.check_exercise(1).startswith("correct: with K = 1")
+def test_reference_answer_passes(capsys):
+    client_drift.check_exercise(client_drift.REFERENCE_K)
+    assert capsys.readouterr().out.startswith("correct: with K = 1 FedAvg ends")
+
+
+def test_no_answer_states_the_task_and_checks_the_hidden_reference(capsys):
+    client_drift.check_exercise(None)
+    out = capsys.readouterr().out
+    assert out.startswith("Exercise: find a number of local steps K at which FedAvg (η_l = 0.1, 100 rounds) ends "
+                          "within 0.05 of w*.") and "set `answer` to your K" in out
+    assert "hidden reference answer passes" in out and "K = 1" not in out
+
+
+def test_a_reference_that_fails_is_reported_as_the_lessons_fault(monkeypatch):
+    monkeypatch.setattr(client_drift, "REFERENCE_K", 10)
+    with pytest.raises(RuntimeError, match="reference answer fails its own check .*with K = 10 FedAvg ends"):
+        client_drift.check_exercise(None)
 
 
 @pytest.mark.parametrize("steps, message", [
@@ -14,7 +29,7 @@ def test_reference_answer_passes():
     (2.0, r"K must be a whole number"),
 ])
 def test_wrong_answers_fail_with_a_hint(steps, message):
-    with pytest.raises(AssertionError, match=message):
+    with pytest.raises(WrongAnswer, match=message):
         client_drift.check_exercise(steps)
 
 

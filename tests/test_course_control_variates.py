@@ -2,16 +2,26 @@
 import numpy as np
 import pytest
 
-from fedkit.course import control_variates
+from fedkit.course import WrongAnswer, control_variates
 
 
-def test_reference_answer_passes():
+def test_reference_answer_passes(capsys):
     def option_ii(c_i, c, x, y, steps, lr):
         return c_i - c + (x - y) / (steps * lr)
 
-    assert control_variates.check_exercise(option_ii).startswith("correct")
+    control_variates.check_exercise(option_ii)
+    assert capsys.readouterr().out == "correct: your c_i⁺ matches fedkit's SCAFFOLD for every sampled client over 3 " \
+                                      "rounds\n"
     as_numpy = lambda c_i, c, x, y, steps, lr: (c_i - c + (x - y) / (steps * lr)).numpy()  # noqa: E731
-    assert control_variates.check_exercise(as_numpy).startswith("correct")
+    control_variates.check_exercise(as_numpy)
+    assert capsys.readouterr().out.startswith("correct")
+
+
+def test_no_answer_states_the_task_and_checks_the_hidden_reference(capsys):
+    control_variates.check_exercise(None)
+    out = capsys.readouterr().out
+    assert out.startswith("Exercise: write eq. (2)") and "set `answer` to new_control_variate once it" in out
+    assert "hidden reference answer passes" in out
 
 
 @pytest.mark.parametrize("wrong, message", [
@@ -20,9 +30,11 @@ def test_reference_answer_passes():
     (lambda c_i, c, x, y, steps, lr: (x - y) / (steps * lr), r"client \d+: you return"),  # forgets c_i − c
     (lambda c_i, c, x, y, steps, lr: c_i - c + (x - y) / lr, r"client \d+: you return"),  # forgets K
     (lambda c_i, c, x, y, steps, lr: 0 * x[:1], r"must have the model's shape"),
+    (lambda c_i, c, x, y, steps, lr: None, r"returns None: did it forget to `return` c_i⁺\?"),
+    (0.5, r"answer with a function \(new_control_variate\), got 0.5"),
 ])
 def test_wrong_answers_fail(wrong, message):
-    with pytest.raises(AssertionError, match=message):
+    with pytest.raises(WrongAnswer, match=message):
         control_variates.check_exercise(wrong)
 
 

@@ -3,7 +3,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fedkit.course import partitions
+from fedkit.course import WrongAnswer, partitions
 from fedkit.data import load_dataset
 
 
@@ -17,8 +17,17 @@ def test_effective_classes_is_one_for_a_single_class_and_c_for_a_uniform_client(
     np.testing.assert_allclose(partitions.effective_classes(table), [1, 4, 2, 1])  # no samples: one "class"
 
 
-def test_reference_answer_passes(labels):
-    assert partitions.check_exercise(0.07, labels).startswith("correct: at φ = 0.07")
+def test_reference_answer_passes(labels, capsys):
+    partitions.check_exercise(partitions.REFERENCE_PHI, labels)
+    assert capsys.readouterr().out.startswith("correct: at φ = 0.07 the clients hold")
+
+
+def test_no_answer_states_the_task_and_checks_the_hidden_reference(labels, capsys):
+    partitions.check_exercise(None, labels)
+    out = capsys.readouterr().out
+    assert out.startswith("Exercise: find a Dirichlet concentration φ") and "set `answer` to your φ" in out
+    assert out.endswith("A hidden reference answer passes this check: the exercise can be solved with these "
+                        "settings.)\n") and "0.07" not in out
 
 
 @pytest.mark.parametrize("phi, message", [
@@ -30,5 +39,5 @@ def test_reference_answer_passes(labels):
     ("0.1", r"φ must be a number > 0"),
 ])
 def test_wrong_answers_fail_with_a_hint(labels, phi, message):
-    with pytest.raises(AssertionError, match=message):
+    with pytest.raises(WrongAnswer, match=message):
         partitions.check_exercise(phi, labels)

@@ -11,9 +11,13 @@ import numpy as np
 
 from ..config import Config
 from ..seeds import run_seeds
+from . import check, is_number, require
 
 REFERENCE_LR = 1e-3  # FAdamGC ahead by about 12 points on seeds 0–1 of lesson 05; at 1e-2 it falls apart
 LAST = 5  # rounds averaged at the end of a run
+TASK = ("find a client learning rate η_l at which FAdamGC ends ahead of LocalAdam run at the same η_l (mean test "
+        "accuracy of the last 5 rounds, averaged over the seeds).")
+HINT = "try a few η_l, a factor of 10 apart: at which η_l does the correction start to hurt?"
 
 
 def late_accuracy(history, last: int = LAST) -> float:
@@ -23,24 +27,24 @@ def late_accuracy(history, last: int = LAST) -> float:
     return float(history.rounds["test_accuracy"].dropna().iloc[-last:].mean())
 
 
-def check_exercise(lr: float | None, fadamgc: Config, seeds) -> dict[str, float]:
-    """Assert that FAdamGC (``fadamgc``, a config with the client Adam) at client learning rate ``lr`` ends ahead of
-    LocalAdam at the same ``lr`` (None: the reference answer is checked); returns both accuracies over ``seeds``."""
-    if lr is None:
-        print(f"no answer given: checking the reference answer η_l = {REFERENCE_LR:g}")
-        lr = REFERENCE_LR
-    if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not 0 < lr <= 1:
-        raise AssertionError(f"η_l must be a number in (0, 1], got {lr!r}")
+def check_exercise(lr: float | None, fadamgc: Config, seeds) -> None:
+    """The exercise (see :func:`fedkit.course.check`): a client learning rate ``lr`` at which FAdamGC (``fadamgc``, a
+    config with the client Adam) ends ahead of LocalAdam at the same ``lr`` (late accuracy averaged over ``seeds``)."""
     if fadamgc.algorithm != "fadamgc":
         raise ValueError("the exercise compares FAdamGC with LocalAdam: give FAdamGC's config, got "
                          f"{fadamgc.algorithm!r}")
-    configs = {"LocalAdam": fadamgc.replace(algorithm="local_adam", algorithm_args={}, lr=float(lr)),
-               "FAdamGC": fadamgc.replace(lr=float(lr))}
-    runs = run_seeds(configs, list(seeds))
-    acc = {label: float(np.mean([late_accuracy(runs[label, s]) for s in seeds])) for label in configs}
-    assert acc["FAdamGC"] > acc["LocalAdam"], (
-        f"with η_l = {lr:g}, FAdamGC ends at {acc['FAdamGC']:.3f} and LocalAdam at {acc['LocalAdam']:.3f}: not ahead; "
-        + ("the correction is estimated a round earlier and goes stale when each round moves the model far: "
-           "try a smaller η_l" if lr > REFERENCE_LR else "too small a step learns little in the rounds given"))
-    print(f"correct: with η_l = {lr:g}, FAdamGC {acc['FAdamGC']:.3f} vs LocalAdam {acc['LocalAdam']:.3f}")
-    return acc
+
+    def judge(lr) -> str:
+        require(is_number(lr) and 0 < lr <= 1, f"η_l must be a number in (0, 1], got {lr!r}")
+        configs = {"LocalAdam": fadamgc.replace(algorithm="local_adam", algorithm_args={}, lr=float(lr)),
+                   "FAdamGC": fadamgc.replace(lr=float(lr))}
+        runs = run_seeds(configs, list(seeds))
+        acc = {label: float(np.mean([late_accuracy(runs[label, s]) for s in seeds])) for label in configs}
+        require(acc["FAdamGC"] > acc["LocalAdam"],
+                f"with η_l = {lr:g}, FAdamGC ends at {acc['FAdamGC']:.3f} and LocalAdam at {acc['LocalAdam']:.3f}: "
+                "not ahead; " + ("the correction is estimated a round earlier and goes stale when each round moves "
+                                 "the model far: try a smaller η_l" if lr > REFERENCE_LR else
+                                 "too small a step learns little in the rounds given"))
+        return f"with η_l = {lr:g}, FAdamGC {acc['FAdamGC']:.3f} vs LocalAdam {acc['LocalAdam']:.3f}"
+
+    check(lr, REFERENCE_LR, judge, TASK, HINT, "your η_l (a number in (0, 1])")

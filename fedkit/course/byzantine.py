@@ -10,10 +10,14 @@ import numpy as np
 
 from ..config import Config
 from ..seeds import run_seeds
+from . import check, is_number, require
 
 REFERENCE_C = 0.5  # DRAG's robust default: a reversed upload becomes +r
 MARGIN = 0.10  # how far ahead of attacked FedAvg DRAG must end (accuracy, mean over seeds)
 LAST = 5  # rounds averaged at the end of a run
+TASK = (f"find a c in [0, 1] at which DRAG, under the same attack, ends at least {MARGIN * 100:.0f} points ahead of "
+        "FedAvg (mean test accuracy of the last 5 rounds, averaged over the seeds).")
+HINT = "an exactly reversed upload becomes (4c − 1) r: for which c does it point the right way?"
 
 
 def late_accuracy(history, last: int = LAST) -> float:
@@ -21,25 +25,24 @@ def late_accuracy(history, last: int = LAST) -> float:
     return float(history.rounds["test_accuracy"].dropna().iloc[-last:].mean())
 
 
-def check_exercise(c: float | None, attacked: Config, seeds, root_samples: int) -> dict[str, float]:
-    """Assert that robust DRAG with ``c`` ends at least MARGIN ahead of FedAvg, both under ``attacked``'s threat
-    (None: the reference answer is checked); returns both accuracies, averaged over ``seeds``."""
-    if c is None:
-        print(f"no answer given: checking the reference answer c = {REFERENCE_C}")
-        c = REFERENCE_C
-    if isinstance(c, bool) or not isinstance(c, (int, float)) or not 0 <= c <= 1:
-        raise AssertionError(f"c must be a number in [0, 1], got {c!r}")
+def check_exercise(c: float | None, attacked: Config, seeds, root_samples: int) -> None:
+    """The exercise (see :func:`fedkit.course.check`): a ``c`` at which robust DRAG ends at least MARGIN ahead of
+    FedAvg, both under ``attacked``'s threat (late accuracy averaged over ``seeds``)."""
     if attacked.threat != "random_scaling":
         raise ValueError(f"the exercise compares methods under the random_scaling threat, got {attacked.threat!r}")
-    configs = {"FedAvg": attacked.replace(algorithm="fedavg", algorithm_args={"weighting": "uniform"}),
-               "DRAG": attacked.replace(algorithm="drag_robust",
-                                        algorithm_args={"c": float(c), "root_samples": root_samples})}
-    runs = run_seeds(configs, list(seeds))
-    acc = {label: float(np.mean([late_accuracy(runs[label, s]) for s in seeds])) for label in configs}
-    hint = ("a reversed upload becomes (4c − 1) r: below c = 1/4 it still pushes the model backwards" if c <= 0.25
-            else "look at how λ grows with c")
-    assert acc["DRAG"] >= acc["FedAvg"] + MARGIN, (
-        f"with c = {c}, DRAG ends at {acc['DRAG']:.3f} and FedAvg at {acc['FedAvg']:.3f} under the attack: "
-        f"not {MARGIN:.2f} ahead; {hint}")
-    print(f"correct: with c = {c}, DRAG {acc['DRAG']:.3f} vs FedAvg {acc['FedAvg']:.3f} under the attack")
-    return acc
+
+    def judge(c) -> str:
+        require(is_number(c) and 0 <= c <= 1, f"c must be a number in [0, 1], got {c!r}")
+        configs = {"FedAvg": attacked.replace(algorithm="fedavg", algorithm_args={"weighting": "uniform"}),
+                   "DRAG": attacked.replace(algorithm="drag_robust",
+                                            algorithm_args={"c": float(c), "root_samples": root_samples})}
+        runs = run_seeds(configs, list(seeds))
+        acc = {label: float(np.mean([late_accuracy(runs[label, s]) for s in seeds])) for label in configs}
+        hint = ("a reversed upload becomes (4c − 1) r: below c = 1/4 it still pushes the model backwards" if c <= 0.25
+                else "look at how λ grows with c")
+        require(acc["DRAG"] >= acc["FedAvg"] + MARGIN,
+                f"with c = {c}, DRAG ends at {acc['DRAG']:.3f} and FedAvg at {acc['FedAvg']:.3f} under the attack: "
+                f"not {MARGIN:.2f} ahead; {hint}")
+        return f"with c = {c}, DRAG {acc['DRAG']:.3f} vs FedAvg {acc['FedAvg']:.3f} under the attack"
+
+    check(c, REFERENCE_C, judge, TASK, HINT, "your c (a number in [0, 1])")

@@ -7,6 +7,7 @@ import numpy as np
 from ..analysis import drift_paths
 from ..config import Config
 from ..data.toy import optimum, quadratic
+from . import check, require
 
 # client i minimises f_i(w) = ½ (w − b_i)ᵀ A_i (w − b_i): centres b_i and curvatures A_i
 CENTERS = [[2.0, 0.0], [-1.0, 3.0], [0.5, -2.0], [-3.0, -1.0]]
@@ -14,6 +15,9 @@ CURVATURES = [[[2.0, 0.3], [0.3, 0.5]], [[0.4, 0.0], [0.0, 1.5]], [[1.0, -0.4], 
               [[0.3, 0.1], [0.1, 0.2]]]
 TOY = {"centers": CENTERS, "curvatures": CURVATURES}
 TOLERANCE = 0.05  # the exercise: FedAvg ends within this distance of w*
+TASK = "find a number of local steps K at which FedAvg (η_l = {lr:g}, {rounds} rounds) ends within {tol} of w*."
+HINT = "reason from the text above before you try values, and think about what that K costs in communication."
+REFERENCE_K = 1  # each round is then one gradient step on the global objective
 
 
 def toy_config(algorithm: str = "fedavg", local_steps: int = 10, lr: float = 0.1, rounds: int = 60, **fields) -> Config:
@@ -34,12 +38,16 @@ def distances(cfg: Config) -> np.ndarray:
     return np.linalg.norm(server - w_star(), axis=1)
 
 
-def check_exercise(local_steps, lr: float = 0.1, rounds: int = 100) -> str:
-    """The exercise: a number of local steps K at which FedAvg (η_l = ``lr``, ``rounds`` rounds) ends within 0.05
-    of w*."""
-    assert isinstance(local_steps, int | np.integer) and not isinstance(local_steps, bool) and local_steps >= 1, \
-        f"K must be a whole number of local steps ≥ 1, got {local_steps!r}"
-    final = distances(toy_config("fedavg", int(local_steps), lr, rounds))[-1]
-    assert final < TOLERANCE, (f"with K = {local_steps} FedAvg ends {final:.3f} from w* after {rounds} rounds, not "
-                               f"within {TOLERANCE}: its clients still drift. Take fewer local steps.")
-    return f"correct: with K = {local_steps} FedAvg ends {final:.1e} from w*"
+def check_exercise(local_steps, lr: float = 0.1, rounds: int = 100) -> None:
+    """The exercise (see :func:`fedkit.course.check`): a number of local steps K at which FedAvg (η_l = ``lr``,
+    ``rounds`` rounds) ends within 0.05 of w*."""
+    def judge(k) -> str:
+        require(isinstance(k, int | np.integer) and not isinstance(k, bool) and k >= 1,
+                f"K must be a whole number of local steps ≥ 1, got {k!r}")
+        final = distances(toy_config("fedavg", int(k), lr, rounds))[-1]
+        require(final < TOLERANCE, f"with K = {k} FedAvg ends {final:.3f} from w* after {rounds} rounds, not within "
+                                   f"{TOLERANCE}: its clients still drift. Take fewer local steps.")
+        return f"with K = {k} FedAvg ends {final:.1e} from w*"
+
+    task = TASK.format(lr=lr, rounds=rounds, tol=TOLERANCE)
+    check(local_steps, REFERENCE_K, judge, task, HINT, "your K (a whole number ≥ 1)")

@@ -7,7 +7,12 @@ import pandas as pd
 import torch
 
 from ..federation import Federation
+from . import check, require
 from .client_drift import distances, toy_config
+
+TASK = ("write eq. (2), SCAFFOLD's control-variate update c_i⁺, as new_control_variate(c_i, c, x, y, steps, lr); the "
+        "check compares it with what fedkit's SCAFFOLD clients keep over a few rounds.")
+HINT = "c_i, c, x and y are torch tensors of the model's shape, steps (K) and lr (η_l) numbers."
 
 
 def alpha_sweep(alphas, lr: float = 0.1, local_steps: int = 10, rounds: int = 40, participation: float = 1.0):
@@ -22,25 +27,37 @@ def alpha_sweep(alphas, lr: float = 0.1, local_steps: int = 10, rounds: int = 40
     return pd.DataFrame(rows)
 
 
-def check_exercise(new_control_variate, rounds: int = 3) -> str:
-    """The exercise: ``new_control_variate(c_i, c, x, y, steps, lr)`` returns client i's new control variate c_i⁺
-    (SCAFFOLD, option II) from its old one c_i, the server's c, the round's global model x, the client's model y
-    after ``steps`` local steps of learning rate ``lr``. Checked against what fedkit's SCAFFOLD clients keep over
-    ``rounds`` rounds of the toy, half the clients sampled per round (so c_i, c and x all differ from zero)."""
-    fed = Federation(toy_config("scaffold", local_steps=5, lr=0.1, rounds=rounds, participation=0.5))
-    before = fed.initial()
-    for rnd in fed.rounds(before):
-        ids = torch.as_tensor(rnd.clients)
-        x, c = before.w, before.server["c"]
-        for j, i in enumerate(ids):
-            c_i, y = before.kept["c_i"][i], x + rnd.uploads["delta"][j]
-            kept = rnd.after.kept["c_i"][i]
-            got = new_control_variate(c_i.clone(), c.clone(), x.clone(), y.clone(), fed.cfg.local_steps, fed.cfg.lr)
-            got = torch.as_tensor(np.asarray(got, dtype=np.float32) if not torch.is_tensor(got) else got)
-            assert got.shape == kept.shape, \
-                f"c_i⁺ must have the model's shape {tuple(kept.shape)}, got {tuple(got.shape)}"
-            assert torch.allclose(got.float(), kept, rtol=1e-4, atol=1e-5), (
-                f"round {rnd.info.t}, client {int(i)}: you return c_i⁺ = {got.numpy().round(4)}, SCAFFOLD keeps "
-                f"{kept.numpy().round(4)}. Option II: c_i⁺ = c_i − c + (x − y_i) / (K η_l).")
-        before = rnd.after
-    return f"correct: your c_i⁺ matches fedkit's SCAFFOLD for every sampled client over {rounds} rounds"
+def reference_control_variate(c_i, c, x, y, steps, lr):
+    """The reference answer: SCAFFOLD's option II."""
+    return c_i - c + (x - y) / (steps * lr)
+
+
+def check_exercise(new_control_variate, rounds: int = 3) -> None:
+    """The exercise (see :func:`fedkit.course.check`): ``new_control_variate(c_i, c, x, y, steps, lr)`` returns client
+    i's new control variate c_i⁺ (SCAFFOLD, option II) from its old one c_i, the server's c, the round's global model
+    x, the client's model y after ``steps`` local steps of learning rate ``lr``. Checked against what fedkit's SCAFFOLD
+    clients keep over ``rounds`` rounds of the toy, half the clients sampled per round (so c_i, c and x all differ
+    from zero)."""
+    def judge(update) -> str:
+        require(callable(update), f"answer with a function (new_control_variate), got {update!r}")
+        fed = Federation(toy_config("scaffold", local_steps=5, lr=0.1, rounds=rounds, participation=0.5))
+        before = fed.initial()
+        for rnd in fed.rounds(before):
+            ids = torch.as_tensor(rnd.clients)
+            x, c = before.w, before.server["c"]
+            for j, i in enumerate(ids):
+                c_i, y = before.kept["c_i"][i], x + rnd.uploads["delta"][j]
+                kept = rnd.after.kept["c_i"][i]
+                got = update(c_i.clone(), c.clone(), x.clone(), y.clone(), fed.cfg.local_steps, fed.cfg.lr)
+                require(got is not None, "your function returns None: did it forget to `return` c_i⁺?")
+                got = torch.as_tensor(np.asarray(got, dtype=np.float32) if not torch.is_tensor(got) else got)
+                require(got.shape == kept.shape,
+                        f"c_i⁺ must have the model's shape {tuple(kept.shape)}, got {tuple(got.shape)}")
+                require(torch.allclose(got.float(), kept, rtol=1e-4, atol=1e-5),
+                        f"round {rnd.info.t}, client {int(i)}: you return c_i⁺ = {got.numpy().round(4)}, SCAFFOLD "
+                        f"keeps {kept.numpy().round(4)}. Option II: c_i⁺ = c_i − c + (x − y_i) / (K η_l).")
+            before = rnd.after
+        return f"your c_i⁺ matches fedkit's SCAFFOLD for every sampled client over {rounds} rounds"
+
+    check(new_control_variate, reference_control_variate, judge, TASK, HINT,
+          "new_control_variate once it computes eq. (2)")

@@ -11,8 +11,11 @@ import pandas as pd
 from ..analysis.detection import detection_rates, freeloader_mask
 from ..config import Config
 from ..seeds import run_seeds
+from . import check, is_number, require
 
 REFERENCE_KAPPA = 0.8  # expels all freeloaders and no honest client on seeds 0–2 of lesson 07 (κ = 0.6: 1 honest)
+TASK = "find a κ in [0, 1] at which TACO expels every freeloader and no honest client, on every seed above."
+HINT = "which honest clients have the highest α in the right panel, and how high does a freeloader's α climb?"
 
 
 def rates(kappa: float, base: Config, seeds) -> pd.DataFrame:
@@ -26,24 +29,23 @@ def rates(kappa: float, base: Config, seeds) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["seed", "TPR", "FPR"]).set_index("seed")
 
 
-def check_exercise(kappa: float | None, base: Config, seeds) -> pd.DataFrame:
-    """Assert that TACO with threshold ``kappa`` expels every freeloader and no honest client on every seed
-    (None: the reference answer is checked); returns the rates per seed."""
-    if kappa is None:
-        print(f"no answer given: checking the reference answer κ = {REFERENCE_KAPPA}")
-        kappa = REFERENCE_KAPPA
-    if isinstance(kappa, bool) or not isinstance(kappa, (int, float)) or not 0 <= kappa <= 1:
-        raise AssertionError(f"κ must be a number in [0, 1] (α_i lies there), got {kappa!r}")
+def check_exercise(kappa: float | None, base: Config, seeds) -> None:
+    """The exercise (see :func:`fedkit.course.check`): a threshold ``kappa`` at which TACO expels every freeloader
+    and no honest client on every seed of ``seeds`` (``base``: a TACO config with freeloaders)."""
     if base.algorithm != "taco" or base.threat != "freeloaders":
         raise ValueError(f"the exercise runs TACO against freeloaders, got algorithm {base.algorithm!r} and "
                          f"threat {base.threat!r}")
-    found = rates(kappa, base, seeds)
-    missed = found[found["TPR"] < 1].index.tolist()
-    assert not missed, (f"with κ = {kappa}, some freeloaders stay on seeds {missed} (TPR "
-                        f"{found['TPR'].round(2).tolist()}): their α does not reach κ often enough; try a lower κ")
-    wrong = found[found["FPR"] > 0].index.tolist()
-    assert not wrong, (f"with κ = {kappa}, honest clients are expelled on seeds {wrong} (FPR "
-                       f"{found['FPR'].round(2).tolist()}): clients holding many labels also score a high α; "
-                       "try a higher κ")
-    print(f"correct: with κ = {kappa}, every freeloader and no honest client is expelled on seeds {list(seeds)}")
-    return found
+
+    def judge(kappa) -> str:
+        require(is_number(kappa) and 0 <= kappa <= 1, f"κ must be a number in [0, 1] (α_i lies there), got {kappa!r}")
+        found = rates(kappa, base, seeds)
+        missed = found[found["TPR"] < 1].index.tolist()
+        require(not missed, f"with κ = {kappa}, some freeloaders stay on seeds {missed} (TPR "
+                            f"{found['TPR'].round(2).tolist()}): their α does not reach κ often enough; try a lower κ")
+        wrong = found[found["FPR"] > 0].index.tolist()
+        require(not wrong, f"with κ = {kappa}, honest clients are expelled on seeds {wrong} (FPR "
+                           f"{found['FPR'].round(2).tolist()}): clients holding many labels also score a high α; "
+                           "try a higher κ")
+        return f"with κ = {kappa}, every freeloader and no honest client is expelled on seeds {list(seeds)}"
+
+    check(kappa, REFERENCE_KAPPA, judge, TASK, HINT, "your κ (a number in [0, 1])")

@@ -10,9 +10,13 @@ import numpy as np
 
 from ..config import Config
 from ..seeds import run_seeds
+from . import check, is_number, require
 
 REFERENCE_BETA = 0.3  # ahead of FedAvg on every seed 0–4 after 20 rounds in lesson 04 (β = 0.05: behind on all)
 LAST = 5  # rounds averaged at the end of a run
+TASK = ("find a β in (0, 1] at which FedAvg-M is ahead of FedAvg after {rounds} rounds (mean test accuracy of the last "
+        "5 rounds, averaged over the seeds).")
+HINT = "u starts at 0 and is a round stale: how much should each local step lean on it this early in training?"
 
 
 def late_accuracy(history, last: int = LAST) -> float:
@@ -29,20 +33,19 @@ def compare(beta: float, base: Config, seeds, rounds: int) -> dict[str, float]:
     return {label: float(np.mean([late_accuracy(runs[label, s]) for s in seeds])) for label in configs}
 
 
-def check_exercise(beta: float | None, base: Config, seeds, rounds: int = 20) -> dict[str, float]:
-    """Assert that FedAvg-M with ``beta`` beats FedAvg after ``rounds`` rounds of ``base`` (None: the reference
-    answer is checked); returns the two accuracies."""
-    if beta is None:
-        print(f"no answer given: checking the reference answer β = {REFERENCE_BETA}")
-        beta = REFERENCE_BETA
-    if isinstance(beta, bool) or not isinstance(beta, (int, float)) or not 0 < beta <= 1:
-        raise AssertionError(f"β must be a number in (0, 1] (β = 1 is FedAvg itself), got {beta!r}")
-    acc = compare(float(beta), base, seeds, rounds)
-    gap = acc["FedAvg-M"] - acc["FedAvg"]
-    hint = ("near β = 1 FedAvg-M is FedAvg itself: try a smaller β" if beta > 0.5
-            else "a small β trusts u, which starts at 0 and lags: try a larger β")
-    assert gap > 0, (f"with β = {beta}, FedAvg-M reaches {acc['FedAvg-M']:.3f} after {rounds} rounds and FedAvg "
-                     f"{acc['FedAvg']:.3f}: not ahead; {hint}")
-    print(f"correct: with β = {beta}, FedAvg-M {acc['FedAvg-M']:.3f} vs FedAvg {acc['FedAvg']:.3f} "
-          f"after {rounds} rounds (+{gap:.3f})")
-    return acc
+def check_exercise(beta: float | None, base: Config, seeds, rounds: int = 20) -> None:
+    """The exercise (see :func:`fedkit.course.check`): a β at which FedAvg-M beats FedAvg after ``rounds`` rounds of
+    ``base`` (late accuracy averaged over ``seeds``)."""
+    def judge(beta) -> str:
+        require(is_number(beta) and 0 < beta <= 1,
+                f"β must be a number in (0, 1] (β = 1 is FedAvg itself), got {beta!r}")
+        acc = compare(float(beta), base, seeds, rounds)
+        gap = acc["FedAvg-M"] - acc["FedAvg"]
+        hint = ("near β = 1 FedAvg-M is FedAvg itself: try a smaller β" if beta > 0.5
+                else "a small β trusts u, which starts at 0 and lags: try a larger β")
+        require(gap > 0, f"with β = {beta}, FedAvg-M reaches {acc['FedAvg-M']:.3f} after {rounds} rounds and FedAvg "
+                         f"{acc['FedAvg']:.3f}: not ahead; {hint}")
+        return (f"with β = {beta}, FedAvg-M {acc['FedAvg-M']:.3f} vs FedAvg {acc['FedAvg']:.3f} after {rounds} rounds "
+                f"(+{gap:.3f})")
+
+    check(beta, REFERENCE_BETA, judge, TASK.format(rounds=rounds), HINT, "your β (a number in (0, 1])")

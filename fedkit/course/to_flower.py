@@ -1,4 +1,4 @@
-"""Lesson 09 (from simulation to Flower): the exercise's checker.
+"""Lesson 08 (from simulation to Flower): the exercise's checker.
 
 Exercise: on Flower, every round is a message to each sampled client and a reply, and fedkit counts the bytes they
 carry. Predict what one SCAFFOLD client downloads and uploads per round for a model of P float32 parameters, and
@@ -6,7 +6,12 @@ check the prediction against a run's history.
 """
 from __future__ import annotations
 
+from . import check, require
+
 FLOAT32 = 4  # bytes per parameter
+TASK = "predict the bytes one SCAFFOLD client downloads and uploads per round, as answer = (down, up)."
+HINT = ("the model has P = histories['Flower simulation'].weights.numel() parameters; list what travels each way "
+        "(the text above says).")
 
 
 def measured(history) -> tuple[int, int]:
@@ -24,22 +29,22 @@ def reference(history) -> tuple[int, int]:
     return 2 * size, 2 * size
 
 
-def check_exercise(answer: tuple[int, int] | None, history) -> tuple[int, int]:
-    """Assert that ``answer`` = (bytes down, bytes up) per client and round is what the SCAFFOLD run ``history``
-    carried (None: the reference answer is checked); returns the measured pair."""
+def check_exercise(answer: tuple[int, int] | None, history) -> None:
+    """The exercise (see :func:`fedkit.course.check`): ``answer`` = (bytes down, bytes up) per client and round, as
+    the SCAFFOLD run ``history`` carried them."""
     if history.config["algorithm"] != "scaffold":
         raise ValueError(f"the exercise is about SCAFFOLD's messages, got a {history.config['algorithm']!r} run")
-    if answer is None:
-        answer = reference(history)
-        print(f"no answer given: checking the reference answer {answer}")
-    if not (isinstance(answer, (tuple, list)) and len(answer) == 2 and all(isinstance(b, int) for b in answer)):
-        raise AssertionError(f"answer with two whole numbers of bytes, (down, up), got {answer!r}")
-    down, up = measured(history)
-    params = history.weights.numel()
-    for name, guess, real in (("down", answer[0], down), ("up", answer[1], up)):
-        hint = (f"bytes, not numbers: each of the {params} parameters is a float32 of {FLOAT32} bytes"
-                if guess * FLOAT32 in (real, real // 2) else
-                "SCAFFOLD sends more than the model: what else does a client receive (down) or return (up)?")
-        assert guess == real, f"{name}: you predicted {guess} bytes, the run carried {real}; {hint}"
-    print(f"correct: {down} bytes down and {up} up per client and round ({params} parameters)")
-    return down, up
+
+    def judge(answer) -> str:
+        require(isinstance(answer, tuple | list) and len(answer) == 2 and all(isinstance(b, int) for b in answer),
+                f"answer with two whole numbers of bytes, (down, up), got {answer!r}")
+        down, up = measured(history)
+        params = history.weights.numel()
+        for name, guess, real in (("down", answer[0], down), ("up", answer[1], up)):
+            hint = (f"bytes, not numbers: each of the {params} parameters is a float32 of {FLOAT32} bytes"
+                    if guess * FLOAT32 in (real, real // 2) else
+                    "SCAFFOLD sends more than the model: what else does a client receive (down) or return (up)?")
+            require(guess == real, f"{name}: you predicted {guess} bytes, the run carried {real}; {hint}")
+        return f"{down} bytes down and {up} up per client and round ({params} parameters)"
+
+    check(answer, reference(history), judge, TASK, HINT, "a pair of whole numbers (bytes down, bytes up)")
