@@ -126,3 +126,23 @@ def test_seeded_notebooks_list_their_default_seeds(notebook):
     assert [label for label in ci if label.endswith("?")] == (
         ["seed 0/shakespeare/TACO, detection off?"] if "shakespeare" in notebook else [])
 
+
+def test_table1_and_shakespeare_claims_read_the_seed_column(tmp_path):
+    """The claims decide from the CSVs as the notebooks write them (one row per seed), with no few-seeds reason."""
+    import pandas as pd
+
+    from fedkit import ledger
+    from fedkit.papers import taco_claims
+
+    (tmp_path / "taco").mkdir()
+    rows = pd.DataFrame([{"dataset": "fmnist", "method": m, "seed": s, "seconds per 100 updates": base * factor}
+                         for s, base in enumerate([1.0, 1.1, 0.9]) for m, factor in
+                         zip(taco.TABLE1_METHODS, [1.0, 1.2, 1.05, 1.6, 1.15, 1.01])])
+    taco.table1(rows).to_csv(tmp_path / "taco" / "table1_compute_time.csv", index=False)
+    claims = {c.id: c for c in taco_claims.CLAIMS}
+    for cid, label in [("taco-table1-fmnist-stem", "reproduced"), ("taco-table1-fmnist-fedprox", "reproduced")]:
+        verdict = ledger.decide(claims[cid], "small", tmp_path)
+        assert (verdict.label, verdict.seeds) == (label, 3), verdict
+    shakespeare = [c for c in taco_claims.CLAIMS if "shakespeare" in c.id or c.id.startswith("taco-table1")]
+    assert shakespeare and all(not c.few_seeds for c in shakespeare)
+    assert all(c.measure.seed == "seed" for c in shakespeare if c.measure is not None)
