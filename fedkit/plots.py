@@ -41,22 +41,38 @@ def bars(table: pd.DataFrame, column: str, ylabel: str, title: str, labels: str 
          line: str | None = None):
     """One panel per data set of ``table`` (columns 'data used' and 'method', as in ``report.target_table``), one
     bar per method: ``column`` (NaN drawn as 0), each bar topped by its text in ``labels`` (red where ``column`` is
-    missing), a dotted line at ``line`` (e.g. the target)."""
+    missing), a dotted line at ``line`` (e.g. the target; its mean over the panel's rows).
+
+    Several rows per (data set, method), e.g. one per seed: the bar is their mean (NaN rows left out), each row a
+    black dot, a whisker ± their standard deviation (ddof 1), the text their ``labels`` joined by '/' where they
+    differ (an empty one as '–'), red where any of them is missing."""
     methods = table["method"].unique()
     colors = plt.cm.tab10(np.arange(len(methods)))
     panels = table.groupby("data used", sort=False)
     fig, axes = plt.subplots(1, len(panels), figsize=(3.2 * len(panels) + 1, 3.6), squeeze=False)
     for ax, (name, part) in zip(axes[0], panels):
-        part = part.set_index("method").loc[methods]
+        rows = [part[part["method"] == m] for m in methods]
+        values = [r[column].astype(float) for r in rows]
+        heights = np.array([v.mean() if v.notna().any() else 0.0 for v in values])
         x = np.arange(len(methods))
-        heights = part[column].astype(float).fillna(0)
         ax.bar(x, heights, color=colors)
+        tops = heights
+        if any(len(v) > 1 for v in values):
+            spread = np.nan_to_num([v.std() for v in values])
+            ax.errorbar(x, heights, yerr=spread, fmt="none", ecolor="k", elinewidth=0.8, capsize=3)
+            for i, v in enumerate(values):
+                ax.plot(np.full(v.notna().sum(), i), v.dropna(), "o", color="k", ms=2.5, zorder=3)
+            tops = np.array([max(h + e, v.max() if v.notna().any() else 0.0)
+                             for h, e, v in zip(heights, spread, values)])
         if labels is not None:
-            for i, (height, text) in enumerate(zip(heights, part[labels])):
-                ax.text(i, height, text, ha="center", va="bottom", fontsize=7,
-                        color="r" if pd.isna(part[column].iloc[i]) else "k")
+            for i, (r, v) in enumerate(zip(rows, values)):
+                texts = [str(t) if str(t) else "–" for t in r[labels].fillna("")]
+                text = texts[0] if len(set(texts)) == 1 else "/".join(texts)
+                text = "" if text == "–" else text
+                ax.text(i, tops[i], text, ha="center", va="bottom", fontsize=7,
+                        color="r" if v.isna().any() else "k")
         if line is not None:
-            ax.axhline(part[line].iloc[0], color="k", lw=0.8, ls=":")
+            ax.axhline(part[line].mean(), color="k", lw=0.8, ls=":")
         ax.set_xticks(x, methods, rotation=60, fontsize=8)
         ax.set_title(name, fontsize=9)
     axes[0, 0].set_ylabel(ylabel)

@@ -78,14 +78,17 @@ def target_table(histories: dict[tuple[str, str], History], baseline: str,
 
 
 def pivot(table: pd.DataFrame, column: str) -> pd.DataFrame:
-    """``column`` of a target table as methods × data sets, in the table's order."""
-    return table.pivot(index="method", columns="dataset", values=column).loc[
-        table["method"].unique(), table["dataset"].unique()]
+    """``column`` of a target table as methods × data sets, in the table's order; a table with a ``seed`` column (one
+    row per seed) gives one column per (data set, seed)."""
+    columns = ["dataset", "seed"] if "seed" in table else "dataset"
+    order = (pd.MultiIndex.from_frame(table[columns].drop_duplicates()) if "seed" in table
+             else table["dataset"].unique())
+    return table.pivot(index="method", columns=columns, values=column).loc[table["method"].unique(), order]
 
 
 def relative(table: pd.DataFrame, baseline: str, column: str = "round_seconds_median") -> pd.DataFrame:
     """``column`` (by default the median per-round client time) of each method over ``baseline``'s, methods × data
-    sets."""
+    sets (× (data set, seed) where the table has a seed column: each seed over the baseline's at that seed)."""
     values = pivot(table, column)
     return values / values.loc[baseline]
 
@@ -107,8 +110,8 @@ def at_least(histories: dict[tuple[str, str], History], a: str, b: str, k: int =
 
 
 def gains(table: pd.DataFrame, a: str, b: str) -> pd.DataFrame:
-    """Per data set of a target table: ``a``'s final accuracy gain over ``b`` and its saving in time to the
-    target, both in % of ``b``'s."""
+    """Per data set of a target table (per (data set, seed) where it has a seed column): ``a``'s final accuracy gain
+    over ``b`` and its saving in time to the target, both in % of ``b``'s."""
     accuracy, time = pivot(table, "final_accuracy"), pivot(table, "time_to_target")
     return pd.DataFrame({"accuracy gain %": 100 * (accuracy.loc[a] / accuracy.loc[b] - 1),
                          "time saving %": 100 * (1 - time.loc[a] / time.loc[b])})

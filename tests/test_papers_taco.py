@@ -71,3 +71,78 @@ def test_table5_rows_by_hand():
     assert table.loc["TACO", "paper"] == "73.28 (59)"
     relative = report.relative(table.reset_index(), "FedAvg")
     assert relative.loc["STEM", "fmnist"] == 2.0 and relative.loc["FedACG", "fmnist"] == 4.0
+
+
+def _timed(seconds_by_round, steps=10):
+    """A History whose clients (two per round) took the given seconds in each round, ``steps`` local steps each."""
+    import pandas as pd
+
+    from fedkit.history import History
+
+    clients = pd.DataFrame([{"round": r, "client": c, "seconds": s / 2, "steps": steps}
+                            for r, s in enumerate(seconds_by_round, start=1) for c in (0, 1)])
+    return History({}, pd.DataFrame({"round": [0], "test_accuracy": [0.1]}), clients)
+
+
+def test_table1_seconds_per_100_updates_drop_the_warm_up_round():
+    # rounds of 2 × 10 steps: 5 s (warm-up, dropped), then 0.2, 0.4, 0.3 s → 1, 2, 1.5 s per 100 steps: median 1.5
+    assert taco.seconds_per_100_updates(_timed([5.0, 0.2, 0.4, 0.3])) == pytest.approx(1.5)
+
+
+def test_table1_overhead_is_over_fedavg_at_the_same_data_set_and_seed():
+    import pandas as pd
+
+    rows = pd.DataFrame({"dataset": ["fmnist"] * 4 + ["svhn"] * 2,
+                         "method": ["FedAvg", "STEM", "FedAvg", "STEM", "FedAvg", "TACO"],
+                         "seed": [0, 0, 1, 1, 0, 0], "seconds per 100 updates": [1.0, 1.5, 2.0, 2.2, 4.0, 3.0]})
+    table = taco.table1(rows)
+    assert list(table.columns) == ["dataset", "method", "seed", "seconds per 100 updates", "paper seconds",
+                                   "overhead %", "paper overhead %"]
+    assert list(table["overhead %"]) == pytest.approx([0.0, 50.0, 0.0, 10.0, 0.0, -25.0])
+    assert list(table["paper seconds"].iloc[:2]) == [0.323, 0.455] and pd.isna(table["paper seconds"].iloc[5])
+    assert table["paper overhead %"].iloc[1] == pytest.approx(100 * (0.455 / 0.323 - 1))
+    assert pd.isna(table["paper overhead %"].iloc[5])  # the paper has no TACO column
+
+
+def test_table5_target_tables_one_row_per_seed_with_each_seeds_own_target():
+    runs = {(("fmnist", m), s): _history([0.1, 0.5, 0.8 if s == 0 else 0.6], [1.0, 1.0])
+            for s in (0, 1) for m in taco.METHODS}
+    runs[("fmnist", "STEM"), 1] = _history([0.1, 0.6, 0.6], [3.0, 3.0])
+    table = taco.target_tables(runs, "small")
+    assert len(table) == 2 * len(taco.METHODS) and list(table.columns[2:4]) == ["method", "seed"]
+    at = table.set_index(["method", "seed"])
+    assert at.loc[("FedAvg", 0), "target"] == 0.76 and at.loc[("FedAvg", 1), "target"] == 0.57  # ⌊95 × final⌋ / 100
+    assert at.loc[("FedAvg", 0), "rounds_to_target"] == 2 and at.loc[("FedAvg", 1), "rounds_to_target"] == 2
+    assert at.loc[("STEM", 1), "rounds_to_target"] == 1 and at.loc[("STEM", 1), "vs_fedavg_time"] == 1.5  # 3 s / 2 s
+    assert at.loc[("STEM", 0), "vs_fedavg_time"] == 1.0
+
+
+@pytest.mark.parametrize("notebook", ["table1_compute_time", "table5_fig4_fig5_shakespeare"])
+def test_seeded_notebooks_list_their_default_seeds(notebook):
+    for scale, n in taco.SEEDS.items():
+        listed = taco.runs(notebook, scale, seed=4)
+        assert {c.seed for c in listed.values()} == set(range(4, 4 + n)), scale
+    ci = taco.runs(notebook, "ci")
+    assert [label for label in ci if label.endswith("?")] == (
+        ["seed 0/shakespeare/TACO, detection off?"] if "shakespeare" in notebook else [])
+
+
+def test_table1_and_shakespeare_claims_read_the_seed_column(tmp_path):
+    """The claims decide from the CSVs as the notebooks write them (one row per seed), with no few-seeds reason."""
+    import pandas as pd
+
+    from fedkit import ledger
+    from fedkit.papers import taco_claims
+
+    (tmp_path / "taco").mkdir()
+    rows = pd.DataFrame([{"dataset": "fmnist", "method": m, "seed": s, "seconds per 100 updates": base * factor}
+                         for s, base in enumerate([1.0, 1.1, 0.9]) for m, factor in
+                         zip(taco.TABLE1_METHODS, [1.0, 1.2, 1.05, 1.6, 1.15, 1.01])])
+    taco.table1(rows).to_csv(tmp_path / "taco" / "table1_compute_time.csv", index=False)
+    claims = {c.id: c for c in taco_claims.CLAIMS}
+    for cid, label in [("taco-table1-fmnist-stem", "reproduced"), ("taco-table1-fmnist-fedprox", "reproduced")]:
+        verdict = ledger.decide(claims[cid], "small", tmp_path)
+        assert (verdict.label, verdict.seeds) == (label, 3), verdict
+    shakespeare = [c for c in taco_claims.CLAIMS if "shakespeare" in c.id or c.id.startswith("taco-table1")]
+    assert shakespeare and all(not c.few_seeds for c in shakespeare)
+    assert all(c.measure.seed == "seed" for c in shakespeare if c.measure is not None)

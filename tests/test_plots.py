@@ -154,3 +154,19 @@ def test_seed_bands_refuse_an_unknown_band_or_column():
         plots.seed_bands(_seeds_frame(), band="iqr")
     with pytest.raises(ConfigError, match=r"no column\(s\) \['loss'\]"):
         plots.seed_bands(_seeds_frame(), y="loss")
+
+
+def test_bars_over_seeds_draw_the_mean_each_seed_and_the_spread():
+    table = pd.DataFrame({"data used": ["d"] * 5, "method": ["A", "A", "A", "B", "B"],
+                          "value": [1.0, 2.0, 3.0, 4.0, NAN], "label": ["(1)", "(1)", "(1)", "", "×"],
+                          "target": [1.0, 1.0, 1.0, 2.0, 2.0]})
+    fig = plots.bars(table, "value", "y", "title", labels="label", line="target")
+    ax = fig.axes[0]
+    assert [p.get_height() for p in ax.patches] == [2.0, 4.0]  # the mean over the seeds, NaN left out
+    dots = [list(line.get_ydata()) for line in ax.lines if line.get_marker() == "o"]
+    assert dots == [[1.0, 2.0, 3.0], [4.0]]
+    assert [t.get_text() for t in ax.texts] == ["(1)", "–/×"]  # the same label once; differing ones joined
+    assert [mcolors.to_hex(t.get_color()) for t in ax.texts] == ["#000000", "#ff0000"]  # red: a seed missing
+    assert ax.texts[0].get_position()[1] == 3.0  # above the mean + std (2 + 1) and the highest seed
+    target = [line for line in ax.lines if line.get_linestyle() == ":"]
+    assert list(target[0].get_ydata()) == [1.4, 1.4]  # the mean target over the panel's rows

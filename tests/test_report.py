@@ -94,3 +94,16 @@ def test_gains_by_hand(histories):
     assert gains.loc["d1", "accuracy gain %"] == pytest.approx(0.0)  # 70 % vs 70 %
     assert gains.loc["d1", "time saving %"] == pytest.approx(-50.0)  # 6 s vs 4 s
     assert gains.loc["d2"].isna().all()
+
+
+def test_pivot_relative_and_gains_give_one_column_per_seed(histories):
+    """A target table with a seed column (one row per seed): each (data set, seed) a column, in the table's order,
+    each seed over the baseline's at that seed."""
+    seeded = pd.concat([table(histories).assign(seed=s, round_seconds_median=lambda t, s=s: t["round_seconds_median"]
+                                                * (1 + s)) for s in (3, 1)], ignore_index=True)
+    relative = report.relative(seeded, "A")
+    assert list(relative.columns) == [("d2", 3), ("d1", 3), ("d2", 1), ("d1", 1)]
+    assert list(relative[("d1", 1)]) == [1.0, 2.0, 3.0, 0.5]  # every method's time doubled: the ratios stay
+    gains = report.gains(seeded, "C", "A")
+    assert gains.loc[("d1", 3), "time saving %"] == pytest.approx(-50.0)
+    assert list(gains.index) == [("d2", 3), ("d1", 3), ("d2", 1), ("d1", 1)]

@@ -11,7 +11,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from .. import report
 from ..config import Config
+from ..history import History
 from . import seeded as at_seeds
 
 # Table IV and Sec. V-A: data set, model, partition, K, T (and η_l for Shakespeare)
@@ -72,6 +74,15 @@ SLOW = 1.8  # Fig. 4's "o": more than 80 % over FedAvg's client time to the targ
 # The paper's headline ranges over Table V: TACO's final accuracy gain over FedAvg and its saving in client time to
 # the target, in %
 GAINS = {"accuracy gain %": (2.76, 58.68), "time saving %": (25.6, 62.7)}
+# Seeds of the notebooks with an ``n_seeds`` parameter (Table I; Table V on Shakespeare), its default per scale
+SEEDS = {"paper": 3, "small": 3, "ci": 1}
+
+# Table I of the paper: client seconds per 100 local updates on an RTX 3090 (FoolsGold shares FedAvg's column, TACO
+# has none), and the rounds each timing run lasts (round 1 is dropped: it pays for warm-up)
+TABLE1 = {"fmnist": {"FedAvg": 0.323, "FedProx": 0.399, "Scaffold": 0.348, "STEM": 0.455, "FedACG": 0.401},
+          "svhn": {"FedAvg": 0.441, "FedProx": 0.511, "Scaffold": 0.462, "STEM": 0.543, "FedACG": 0.513}}
+TABLE1_METHODS = ("FedAvg", "FedProx", "Scaffold", "STEM", "FedACG", "TACO")
+TABLE1_ROUNDS = {"ci": 3, "small": 6, "paper": 10}
 
 
 # Table VII: 100 clients on adult, FEMNIST and CIFAR-100 with their Table IV settings; fewer rounds below paper
@@ -122,6 +133,41 @@ def target(dataset: str, scale: str, fedavg_final: float) -> float:
     if scale == "paper":
         return TARGETS[dataset]
     return float(np.floor(95 * fedavg_final) / 100)
+
+
+def seconds_per_100_updates(history: History) -> float:
+    """Table I's number for one run: per round, the clients' compute seconds over their local steps (summed over the
+    clients), times 100; the median over the rounds after the first (round 1 pays for lazy initialisation)."""
+    per_round = history.clients.groupby("round")[["seconds", "steps"]].sum().sort_index().iloc[1:]
+    return 100 * float((per_round["seconds"] / per_round["steps"]).median())
+
+
+def table1(rows: pd.DataFrame) -> pd.DataFrame:
+    """Table I from one row per (dataset, method, seed) holding 'seconds per 100 updates': the paper's seconds
+    beside each, and each method's overhead over FedAvg's in % at the same data set and seed (the paper's likewise,
+    NaN where the paper has no column)."""
+    key, value = ["dataset", "seed"], "seconds per 100 updates"
+    base = rows.loc[rows["method"] == "FedAvg", key + [value]].rename(columns={value: "fedavg"})
+    out = rows.merge(base, on=key, how="left", validate="many_to_one")
+    out["paper seconds"] = [TABLE1.get(d, {}).get(m, np.nan) for d, m in zip(out["dataset"], out["method"])]
+    out["overhead %"] = 100 * (out[value] / out["fedavg"] - 1)
+    paper_base = out["dataset"].map({d: v["FedAvg"] for d, v in TABLE1.items()})
+    out["paper overhead %"] = 100 * (out["paper seconds"] / paper_base - 1)
+    return out.drop(columns="fedavg")
+
+
+def target_tables(histories: dict, scale: str) -> pd.DataFrame:
+    """Table V's target table (``report.target_table``) at each seed of ``histories``, keyed ((data set, method),
+    seed) as ``fedkit.seeds.run_seeds`` gives them: one row per (data set, method, seed), a ``seed`` column after
+    ``method``; each seed's target comes from its own FedAvg run."""
+    frames = []
+    for s in dict.fromkeys(s for _, s in histories):
+        at_seed = {key: h for (key, run_seed), h in histories.items() if run_seed == s}
+        table = report.target_table(at_seed, "FedAvg", lambda d, fedavg: target(d, scale, fedavg.final_accuracy),
+                                    TABLE5, slow=SLOW, label=lambda d: label(d, scale))
+        table.insert(table.columns.get_loc("method") + 1, "seed", s)
+        frames.append(table)
+    return pd.concat(frames, ignore_index=True)
 
 
 # ---- the runs of each notebook (notebooks/taco/), listed without running it: the plan and the tests read them
@@ -196,13 +242,12 @@ def runs(notebook: str, scale: str, seed: int = 0, device: str = "cpu") -> dict[
             out[f"mnist, {long} rounds/γ={gamma:g}"] = base.replace(
                 rounds=long, eval_every=max(1, base.rounds // 3), algorithm_args={"gamma": gamma, "detect": False})
         return out
-    if notebook == "table1_compute_time":
-        rounds = {"ci": 3, "small": 6, "paper": 10}[scale]
+    if notebook == "table1_compute_time":  # one warm-up per data set, then every method at each seed
         out = {}
-        for d in ("fmnist", "svhn"):
+        for d in TABLE1:
             out[f"{d}/warm-up"] = cfg(d, "FedAvg", engine="sequential", rounds=1)
-            out |= {f"{d}/{m}": cfg(d, m, engine="sequential", rounds=rounds)
-                    for m in ("FedAvg", "FedProx", "Scaffold", "STEM", "FedACG", "TACO")}
+            out |= seeded({f"{d}/{m}": cfg(d, m, engine="sequential", rounds=TABLE1_ROUNDS[scale])
+                           for m in TABLE1_METHODS}, SEEDS[scale])
         return out
     if notebook == "table2_alpha_groups":
         return seeded({d: cfg(d, algorithm_args={"detect": False}, threat="freeloaders", threat_args={"fraction": 0.4})
@@ -218,8 +263,9 @@ def runs(notebook: str, scale: str, seed: int = 0, device: str = "cpu") -> dict[
                     out |= {f"{d}/{m}, {option}={v}": base.replace(algorithm_args={**base.algorithm_args, option: v})
                             for v in values}
         return out
-    if notebook == "table5_fig4_fig5_shakespeare":
-        return table5(["shakespeare"])
+    if notebook == "table5_fig4_fig5_shakespeare":  # every run at each seed ("seed s/" first: "?" stays last)
+        return {f"seed {s}/{name}": c.replace(seed=s) for s in range(seed, seed + SEEDS[scale])
+                for name, c in table5(["shakespeare"]).items()}
     if notebook == "table5_fig4_fig5_table3_dirichlet":
         return table5(["adult", "cifar100"])
     if notebook == "table6_ablation":
