@@ -419,7 +419,8 @@ def format_values(values: pd.DataFrame, measure: Measure) -> str:
         if finite.empty:
             cells.append(f"{name} ×")
             continue
-        text = _number(scale * finite.mean()) + (f" ± {_number(scale * finite.std())}" if len(finite) > 1 else "")
+        spread = finite.std() if finite.max() > finite.min() else 0.0  # equal values: no rounding noise as spread
+        text = _number(scale * finite.mean()) + (f" ± {_number(scale * spread)}" if len(finite) > 1 else "")
         lost = len(v) - len(finite)
         cells.append(f"{name} {text}" + (f" ({lost} ×)" if lost else ""))
     return " · ".join(cells)
