@@ -288,10 +288,25 @@ def cmd_figures(args) -> int:
 
     if args.plan:
         return cmd_plan(args)
+    if args.precompute:
+        return cmd_precompute(args)
     results = run_notebooks(args.notebooks, scale=args.scale, seed=args.seed, device=args.device, jobs=args.jobs,
                             params=dict(args.param))
     print_summary(results)
     return 1 if any(r.error for r in results) else 0
+
+
+def cmd_precompute(args) -> int:
+    from .precompute import precompute
+
+    if args.param:
+        raise ConfigError("--precompute trains the notebooks' listed runs with their default parameters; "
+                          "drop -p/--param")
+    rows = precompute(args.notebooks, args.scale, device=args.device, seed=args.seed, workers=args.workers,
+                      minutes=args.minutes, match=args.match, log=args.log)
+    done = sum(r["status"] == "done" for r in rows)
+    print(f"precompute: {done} of {len(rows)} groups done; the notebooks read them from the run cache")
+    return 0 if done == len(rows) else 1
 
 
 def cmd_plan(args) -> int:
@@ -421,6 +436,16 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--plan", action="store_true",
                    help="run nothing: print each notebook's runs, seeds, rounds, data (present or missing), engine "
                         "and the device minutes predicted from measured local steps")
+    p.add_argument("--precompute", action="store_true",
+                   help="render nothing: train the notebooks' listed runs into the run cache, each config's seeds in "
+                        "one stack, --workers configs at once, then stop (the notebooks read the cache)")
+    p.add_argument("--workers", type=_positive_int, default=1, help="--precompute: processes at once (default 1)")
+    p.add_argument("--minutes", type=_positive_float, default=None,
+                   help="--precompute: start no run, and continue none past a round, after this many minutes "
+                        "(a run cut off keeps its checkpoint)")
+    p.add_argument("--match", default=None, metavar="REGEX",
+                   help="--precompute: only the runs whose '<paper>/<notebook>/<label>' matches")
+    p.add_argument("--log", type=Path, default=None, metavar="CSV", help="--precompute: append a row per group")
     p = sub.add_parser("ledger", help="decide every paper claim from the committed CSVs; write figures/ledger.csv "
                                       "and REPRODUCTION.md's tables",
                        description="Recomputes each claim's verdict (reproduced, not reproduced, inconclusive, not "

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import ot
 import torch
 
 
@@ -70,6 +69,8 @@ def free_support_barycenter(u: torch.Tensor, iterations: int = 1) -> Barycenter:
     rank order of the mean vector's entries (W2 ignores positions, a model tensor does not). In 1-D one iteration
     is exact (every optimal plan matches sorted values: the barycenter is the mean of the sorted rows), and each
     costs n exact OT problems of size m × m (about 0.5 s at m = 840 on this CPU). γ is 1 for every client."""
+    import ot  # POT: only this comparison needs it
+
     u = u.detach().to(torch.float64)
     n, m = u.shape
     mean = u.mean(0)

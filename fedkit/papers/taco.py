@@ -4,12 +4,15 @@ paper's Table V numbers.
 "paper" is the paper's setup; "small" keeps its structure (N = 20, s = 64, η_g = Kη_l, label groups) and the
 paper's per-round step length K·η_l = 1 (K = 100, η_l = 0.01) with K = 20, η_l = 0.05 and 30 rounds, on the
 real data in the data root, substituting the sets that are not available offline; "ci" runs in seconds on
-embedded data. Every scale uses the sequential engine: it times each client (time-to-accuracy, Figs. 2, 4, 5).
+embedded data. Below paper scale the sequential engine trains every run: it times each client (time-to-accuracy,
+Figs. 2, 4, 5). At paper scale the faster engine trains (``PAPER_ENGINE``) and the time figures read a clock of each
+method's seconds per local step, measured alone on the sequential engine (``step_clock``).
 """
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import torch
 
 from .. import report
 from ..config import Config
@@ -37,6 +40,10 @@ PAPER = {
 }
 COMMON = dict(num_clients=20, batch_size=64, lr=0.01, server_lr=1.0,  # η_g = Kη_l  ⇔  server_lr = 1
               engine="sequential")
+# At paper scale the accuracy runs take the faster engine (vectorized on a GPU, its seeds in one stack); the time
+# figures then read the simulated clock, each method's seconds per local step measured alone on the sequential engine
+# (``step_clock``), instead of per-client timings of 20,000 local steps a run.
+PAPER_ENGINE = dict(engine="auto")
 # Table V: the accuracy each data set's rounds-to-target counts to
 TARGETS = {"adult": 0.78, "fmnist": 0.70, "svhn": 0.70, "cifar10": 0.50, "cifar100": 0.54, "shakespeare": 0.50}
 
@@ -76,6 +83,9 @@ SLOW = 1.8  # Fig. 4's "o": more than 80 % over FedAvg's client time to the targ
 GAINS = {"accuracy gain %": (2.76, 58.68), "time saving %": (25.6, 62.7)}
 # Seeds of the notebooks with an ``n_seeds`` parameter (Table I; Table V on Shakespeare), its default per scale
 SEEDS = {"paper": 3, "small": 3, "ci": 1}
+# Seeds of Table V's label-group and Dirichlet notebooks (their ``n_seeds`` default): one below paper scale, where
+# three would not fit the notebook budget
+TABLE5_SEEDS = {"paper": 3, "small": 1, "ci": 1}
 
 # Table I of the paper: client seconds per 100 local updates on an RTX 3090 (FoolsGold shares FedAvg's column, TACO
 # has none), and the rounds each timing run lasts (round 1 is dropped: it pays for warm-up)
@@ -110,7 +120,9 @@ def config(dataset: str, scale: str, method: str = "TACO", seed: int = 0, device
            **changes) -> Config:
     """The config of ``method`` on ``dataset`` at ``scale``; ``changes`` override any field."""
     values = {**COMMON, **PAPER[dataset]}
-    if scale == "small":
+    if scale == "paper":
+        values.update(PAPER_ENGINE)
+    elif scale == "small":
         values.update(SMALL, dataset=SUBSTITUTE.get(dataset, values["dataset"]))
         if dataset == "shakespeare":
             values.update(SMALL_SHAKESPEARE)
@@ -133,6 +145,21 @@ def target(dataset: str, scale: str, fedavg_final: float) -> float:
     if scale == "paper":
         return TARGETS[dataset]
     return float(np.floor(95 * fedavg_final) / 100)
+
+
+def step_clock(datasets, device: str = "cpu", rounds: int = 2, steps: int = 10, seed: int = 0) -> pd.DataFrame:
+    """Each Table V method's seconds per local step at paper settings on ``device``, every client timed alone on the
+    sequential engine (``probe.calibrate_step_seconds``: the median over ``rounds`` rounds, after a warm-up round, of
+    a round's client seconds over its ``steps`` local steps per client); one row per (data set, method)."""
+    from ..probe import calibrate_step_seconds
+
+    cfgs = {(d, m): config(d, "paper", m, seed=seed, device=device, engine="sequential")
+            for d in datasets for m in METHODS}
+    seconds = calibrate_step_seconds(cfgs, rounds=rounds, steps=steps)
+    where = (torch.cuda.get_device_name(device) if device.startswith("cuda")
+             else f"cpu, {torch.get_num_threads()} threads")
+    return pd.DataFrame([{"dataset": d, "method": m, "step_seconds": v, "device": where, "rounds": rounds,
+                          "steps": steps, "seed": seed} for (d, m), v in seconds.items()])
 
 
 def seconds_per_100_updates(history: History) -> float:
@@ -197,6 +224,9 @@ def runs(notebook: str, scale: str, seed: int = 0, device: str = "cpu") -> dict[
         out = {f"{d}/{m}": cfg(d, m) for d in datasets for m in METHODS}
         return out | {f"{d}/TACO, detection off?": cfg(d, algorithm_args={"detect": False}) for d in datasets}
 
+    def each_seed(configs: dict[str, Config], n: int) -> dict[str, Config]:  # "seed s/" first: "?" stays last
+        return {f"seed {s}/{name}": c.replace(seed=s) for s in range(seed, seed + n) for name, c in configs.items()}
+
     if notebook == "adult_paper_settings":
         seeds = {"ci": [0, 1], "small": [0, 1, 2], "paper": [0, 1, 2, 3, 4]}[scale]
         base = (lambda m, **c: config("adult", "ci", m, engine="vectorized", device=device, rounds=6, **c)) \
@@ -253,7 +283,7 @@ def runs(notebook: str, scale: str, seed: int = 0, device: str = "cpu") -> dict[
         return seeded({d: cfg(d, algorithm_args={"detect": False}, threat="freeloaders", threat_args={"fraction": 0.4})
                        for d in ("mnist", "fmnist", "svhn", "cifar10")}, n_seeds)
     if notebook == "table5_fig2_fig4_fig5_label_groups":
-        out = table5(["fmnist", "svhn", "cifar10"])
+        out = each_seed(table5(["fmnist", "svhn", "cifar10"]), TABLE5_SEEDS[scale])
         grids = {"FedProx": ("mu", [0.001, 0.01, 0.1]), "FedACG": ("beta", [0.001, 0.01, 0.1]),
                  "STEM": ("a", [0.05, 0.1, 0.2])}
         if scale != "small":  # Fig. 2's grids
@@ -264,10 +294,9 @@ def runs(notebook: str, scale: str, seed: int = 0, device: str = "cpu") -> dict[
                             for v in values}
         return out
     if notebook == "table5_fig4_fig5_shakespeare":  # every run at each seed ("seed s/" first: "?" stays last)
-        return {f"seed {s}/{name}": c.replace(seed=s) for s in range(seed, seed + SEEDS[scale])
-                for name, c in table5(["shakespeare"]).items()}
+        return each_seed(table5(["shakespeare"]), SEEDS[scale])
     if notebook == "table5_fig4_fig5_table3_dirichlet":
-        return table5(["adult", "cifar100"])
+        return each_seed(table5(["adult", "cifar100"]), TABLE5_SEEDS[scale])
     if notebook == "table6_ablation":
         out = {}
         for d, phi in (("femnist", 0.2), ("femnist", 0.5), ("adult", 0.1), ("adult", 0.5)):

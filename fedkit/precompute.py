@@ -1,0 +1,132 @@
+"""Fill the run cache with the runs notebooks list, before the notebooks render them (``fedkit figures
+--precompute``). A config's listed seeds train together (``run_together``: one stack per round), and several such
+groups train at once in worker processes: the kit's small models leave a GPU idle between one process's launches,
+so groups in parallel processes overlap there. Groups start in the listing's order (a run labelled '?' only where an
+earlier result calls for it goes last) until a deadline; a run cut off there keeps its checkpoint, so the next
+precompute, or the notebook itself, resumes it. The notebooks then read every finished run from the cache."""
+from __future__ import annotations
+
+import csv
+import multiprocessing
+import os
+import re
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .config import Config
+from .errors import FedkitError
+
+
+@dataclass
+class Group:
+    """Configs that differ only in their seed, with the notebooks and labels that list them."""
+    configs: list[Config]
+    labels: list[str] = field(default_factory=list)  # "<paper>/<notebook>/<label>"
+
+    @property
+    def conditional(self) -> bool:
+        return all(label.endswith("?") for label in self.labels)
+
+
+class DeadlineReached(Exception):
+    pass
+
+
+def _stop_at(deadline: float):
+    def check(record, w):
+        if time.time() > deadline:
+            raise DeadlineReached(f"stopped after round {record['round']}")
+    return check
+
+
+def listed_groups(notebooks, scale: str, device: str, seed: int = 0, match: str | None = None):
+    """The notebooks' listed runs (``fedkit.plan.listed_runs``) whose "<paper>/<notebook>/<label>" matches ``match``
+    (a regular expression; None: all), grouped by config up to the seed, in listing order with the '?' groups last;
+    and, by data set, why the runs on data that is not here were left out."""
+    from .figures import find_notebooks
+    from .plan import Planner, listed_runs
+
+    planner, groups, skipped = Planner(device), {}, {}
+    pattern = re.compile(match) if match else None
+    for notebook in find_notebooks(notebooks):
+        runs, _ = listed_runs(notebook, scale, seed, device)
+        for label, cfg in (runs or {}).items():
+            name = f"{notebook.parent.name}/{notebook.stem}/{label}"
+            if pattern is not None and not pattern.search(name):
+                continue
+            why = planner.missing(cfg)
+            if why is not None:
+                skipped[cfg.dataset] = why
+                continue
+            group = groups.setdefault(cfg.replace(seed=0).key(), Group([]))
+            if cfg.key() not in {c.key() for c in group.configs}:
+                group.configs.append(cfg)
+            group.labels.append(name)
+    ordered = sorted(groups.values(), key=lambda g: g.conditional)  # stable: listing order otherwise
+    return ordered, skipped
+
+
+def _train(configs: list[dict], deadline: float, threads: int) -> dict:
+    """One group in a worker process: train its seeds together; report how it ended."""
+    import torch
+
+    from .runner import run_together
+
+    torch.set_num_threads(threads)
+    cfgs = [Config.from_dict(c) for c in configs]
+    start = time.time()
+    if start > deadline:
+        return {"status": "not started (deadline)", "seconds": 0.0}
+    try:
+        histories = run_together(cfgs, progress=False, callbacks=[_stop_at(deadline)])
+    except DeadlineReached as err:
+        return {"status": f"cut off at the deadline, {err}; its checkpoint is kept", "seconds": time.time() - start}
+    except Exception as err:  # one group's failure must not lose the others
+        return {"status": f"failed: {type(err).__name__}: {' '.join(str(err).splitlines())}",
+                "seconds": time.time() - start}
+    finals = ["×" if h.diverged else f"{100 * h.final_accuracy:.2f}" for h in histories]
+    return {"status": "done", "seconds": time.time() - start, "final %": " ".join(finals)}
+
+
+def precompute(notebooks, scale: str, device: str = "cpu", seed: int = 0, workers: int = 1,
+               minutes: float | None = None, match: str | None = None, log: str | Path | None = None) -> list[dict]:
+    """Train every listed run of ``notebooks`` at ``scale`` into the run cache, ``workers`` groups at a time, none
+    started (and none continued past a round) after ``minutes``; one row per group, also appended to the CSV ``log``
+    as each ends."""
+    if workers < 1:
+        raise FedkitError(f"workers must be at least 1, got {workers}")
+    groups, skipped = listed_groups(notebooks, scale, device, seed, match)
+    for name, why in sorted(skipped.items()):
+        print(f"precompute: runs on {name} left out: {why}", file=sys.stderr)
+    deadline = time.time() + (60 * minutes if minutes is not None else float("inf"))
+    threads = max(1, (os.cpu_count() or 1) // workers)
+    rows, writer = [], None
+    handle = open(log, "a", newline="") if log is not None else None
+    context = multiprocessing.get_context("spawn")  # CUDA cannot be forked
+    try:
+        with ProcessPoolExecutor(workers, mp_context=context) as pool:
+            futures = {pool.submit(_train, [c.to_dict() for c in g.configs], deadline, threads): g for g in groups}
+            for future in as_completed(futures):
+                group, first = futures[future], futures[future].configs[0]
+                row = {"runs": "; ".join(group.labels), "algorithm": first.algorithm, "dataset": first.dataset,
+                       "seeds": " ".join(str(c.seed) for c in group.configs), "keys": " ".join(c.key() for c in
+                                                                                             group.configs),
+                       "device": device, "workers": workers, "final %": "", **future.result()}
+                rows.append(row)
+                print(f"precompute: {row['status']:<10.60} {row['seconds']:7.1f} s  {row['final %']:<20} "
+                      f"{group.labels[0]}{f' (+{len(group.labels) - 1})' if len(group.labels) > 1 else ''}",
+                      flush=True)
+                if handle is not None:
+                    if writer is None:
+                        writer = csv.DictWriter(handle, fieldnames=list(row))
+                        if handle.tell() == 0:
+                            writer.writeheader()
+                    writer.writerow(row)
+                    handle.flush()
+    finally:
+        if handle is not None:
+            handle.close()
+    return rows
