@@ -54,7 +54,8 @@ class Measure:
     a run that never reaches it gets NaN). ``fill`` replaces NaN (a diverged run, or one that never
     reached the target) by a value, e.g. 0 for accuracy or the round cap + 1 for rounds, so that it loses a
     comparison; without ``fill`` a seed with a NaN is dropped. ``seed=None``: the CSV holds one row per quantity
-    with no seed column (old single-seed files), read as seed 0. ``percent``: values shown × 100."""
+    with no seed column (old single-seed files), read as seed 0; so is a CSV that lacks the ``seed`` column (one seed
+written before its notebook ran seeds). ``percent``: values shown × 100."""
     source: str
     value: str
     by: str = "method"
@@ -67,15 +68,15 @@ class Measure:
 
     def raw(self, frame: pd.DataFrame) -> pd.DataFrame:
         """Seeds × quantities before ``fill`` (NaN where a run diverged or never reached a target)."""
-        missing = [c for c in (self.value, self.by, *self.where, *([self.seed] if self.seed else [])) if c not in frame]
+        missing = [c for c in (self.value, self.by, *self.where) if c not in frame]
         if missing:
             raise FedkitError(f"{self.source}: no column(s) {missing}; columns: {list(frame.columns)}")
         rows = frame
         for column, wanted in self.where.items():
             wanted = list(wanted) if isinstance(wanted, (list, tuple, set)) else [wanted]
             rows = rows[rows[column].isin(wanted)]
-        rows = rows.assign(_seed=rows[self.seed] if self.seed else 0)
-        if self.reduce is not None:
+        rows = rows.assign(_seed=rows[self.seed] if self.seed and self.seed in frame else 0)
+        if self.reduce is not None and not rows.empty:
             groups = rows.groupby(["_seed", self.by], sort=False)
             rows = pd.Series({key: self._reduce(group) for key, group in groups}, dtype=float, name=self.value)
             rows = rows.rename_axis(["_seed", self.by]).reset_index()
@@ -498,7 +499,7 @@ def markdown_table(ledger: pd.DataFrame, paper: str) -> str:
 
 def _value_cell(r) -> str:
     seeds = r["seeds"]
-    return r["fedkit_value"] + (f" ({seeds} seed{'s' * (seeds != 1)})" if seeds else "")
+    return r["fedkit_value"] + (f" ({seeds} seed{'' if seeds == 1 else 's'})" if seeds else "")
 
 
 def _cell(text) -> str:

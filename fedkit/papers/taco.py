@@ -10,12 +10,15 @@ method's seconds per local step, measured alone on the sequential engine (``step
 """
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 import torch
 
 from .. import report
 from ..config import Config
+from ..errors import FedkitError
 from ..history import History
 from . import seeded as at_seeds
 
@@ -160,6 +163,38 @@ def step_clock(datasets, device: str = "cpu", rounds: int = 2, steps: int = 10, 
              else f"cpu, {torch.get_num_threads()} threads")
     return pd.DataFrame([{"dataset": d, "method": m, "step_seconds": v, "device": where, "rounds": rounds,
                           "steps": steps, "seed": seed} for (d, m), v in seconds.items()])
+
+
+def on_clock(histories: dict, clock: pd.DataFrame) -> dict:
+    """``histories`` keyed ((data set, method), seed) on the step clock: each round's slowest-client time
+    (``client_seconds_max``, what Figs. 2, 4, 5 and Table V's time columns add up) becomes the round's largest local
+    step count times the method's seconds per step on that data set (``clock``, from ``step_clock``). The faster
+    engine trains the clients stacked and does not time them one by one."""
+    seconds = clock.set_index(["dataset", "method"])["step_seconds"]
+    out = {}
+    for key, h in histories.items():
+        (name, method), _ = key
+        if (name, method) not in seconds.index:
+            raise FedkitError(f"the step clock has no row for {method} on {name}; it holds {list(seconds.index)}")
+        out[key] = clocked(h, seconds[name, method])
+    return out
+
+
+def clocked(history: History, step_seconds: float) -> History:
+    """``history`` with each round's ``client_seconds_max`` = its largest local step count × ``step_seconds``."""
+    steps = history.clients.groupby("round")["steps"].max()
+    rounds = history.rounds.assign(client_seconds_max=history.rounds["round"].map(steps * step_seconds))
+    return dataclasses.replace(history, rounds=rounds)
+
+
+def available(datasets, scale: str) -> tuple[list[str], dict[str, str]]:
+    """The data sets (Table V's names) whose data is under the data root at ``scale``, and why each other one is not
+    (checked without downloading): a notebook runs what is here and names what is missing."""
+    from ..plan import Planner
+
+    planner = Planner("cpu")
+    why = {d: planner.missing(config(d, scale)) for d in datasets}
+    return [d for d in datasets if why[d] is None], {d: w for d, w in why.items() if w is not None}
 
 
 def seconds_per_100_updates(history: History) -> float:

@@ -20,7 +20,6 @@ TABLE5_FILES = {"adult": "dirichlet", "cifar100": "dirichlet", "fmnist": "label_
 NAMES = {"adult": "adult", "fmnist": "FMNIST", "cifar10": "CIFAR-10 (small: 4k subset)",
          "cifar100": "CIFAR-100 stand-in (small: 4k CIFAR-10 subset, Dir(0.5), CNN)",
          "shakespeare": "Shakespeare (small: 10 LEAF roles, K = 5, T = 15)"}
-PER_SEED = {"shakespeare"}  # Table V data sets whose CSVs hold one row per seed (the others: one seed, no seed column)
 ADULT = "adult_paper_settings_accuracy.csv"
 ADULT_ITEM = "adult at the paper's settings (N = 20, K = 100, η_l = 0.01, T = 50, Dir(0.5)), final accuracy %"
 _LABEL_GROUPS, _DIRICHLET = seed_budget(1, 14.2), seed_budget(1, 8.8)
@@ -83,15 +82,10 @@ def standin(claim: Claim, data: str) -> list[Claim]:
 
 # ---- Table V: final accuracy and rounds to the target, seven methods (Shakespeare at 3 seeds, the others at 1) ---
 
-def seed_column(dataset: str) -> str | None:
-    """The seed column of ``dataset``'s Table V / Fig. 4 / Fig. 5 CSVs: 'seed', or None for a one-seed CSV without."""
-    return "seed" if dataset in PER_SEED else None
-
-
 def table5_final(dataset: str, names=(), fill=0.0) -> Measure:
     """Final test accuracy per method (a diverged run ends at 0)."""
     return Measure(f"table5_round_to_accuracy_{TABLE5_FILES[dataset]}.csv", "final_accuracy",
-                   where={"dataset": dataset}, seed=seed_column(dataset), fill=fill, percent=True, names=names)
+                   where={"dataset": dataset}, fill=fill, percent=True, names=names)
 
 
 def table5_claims(dataset: str) -> list[Claim]:
@@ -99,7 +93,7 @@ def table5_claims(dataset: str) -> list[Claim]:
     paper = {m: TABLE5.loc[m, dataset] for m in ("TACO", "FedAvg")}
     floor = FLOORS.get(dataset, {})
     rounds = Measure(f"table5_round_to_accuracy_{TABLE5_FILES[dataset]}.csv", "rounds_to_target",
-                     where={"dataset": dataset}, seed=seed_column(dataset), fill=math.inf, names=("TACO", "FedAvg"))
+                     where={"dataset": dataset}, fill=math.inf, names=("TACO", "FedAvg"))
     claims = [
         Claim(f"taco-table5-{dataset}-best", T, f"{item}, final accuracy %",
               "TACO has the highest final accuracy of the seven methods", f"TACO {paper['TACO']}, best of seven",
@@ -138,7 +132,7 @@ def fig4_claims(dataset: str) -> list[Claim]:
     item = f"Fig. 4, {NAMES[dataset]}, client time to the target / FedAvg's (slowest client per round)"
 
     def ratio(method):
-        return Measure(source, "vs_fedavg_time", where={"dataset": dataset}, seed=seed_column(dataset),
+        return Measure(source, "vs_fedavg_time", where={"dataset": dataset},
                        fill=math.inf, names=(method, "FedAvg"))
     return [
         Claim(f"taco-fig4-{dataset}-taco-saving", T, item,
@@ -152,7 +146,7 @@ def fig4_claims(dataset: str) -> list[Claim]:
 
 def fig5_claims(dataset: str, source: str) -> list[Claim]:
     item = f"Fig. 5, {NAMES[dataset]}, median per-round time of the slowest client"
-    measure = Measure(source, "round_seconds_median", where={"dataset": dataset}, seed=seed_column(dataset),
+    measure = Measure(source, "round_seconds_median", where={"dataset": dataset},
                       names=("TACO", "STEM", "FedAvg"))
     return [
         Claim(f"taco-fig5-{dataset}-stem", T, item, "STEM's round takes at least 20 % longer than FedAvg's "
