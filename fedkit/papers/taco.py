@@ -171,6 +171,8 @@ def on_clock(histories: dict, clock: pd.DataFrame) -> dict:
     step count times the method's seconds per step on that data set (``clock``, from ``step_clock``). The faster
     engine trains the clients stacked and does not time them one by one."""
     seconds = clock.set_index(["dataset", "method"])["step_seconds"]
+    if seconds.index.has_duplicates:
+        raise FedkitError(f"the step clock has more than one row for {list(seconds.index[seconds.index.duplicated()])}")
     out = {}
     for key, h in histories.items():
         (name, method), _ = key
