@@ -40,7 +40,7 @@ MIN_SEEDS = 3
 SMALL_BUDGET_MINUTES = 20  # a notebook's small-scale runs on the 2-core CPU
 SCALES = ("small", "paper")
 PAPERS = ("taco", "feddual", "fadamgc", "drag", "peers")
-GPU_MISSING = "paper scale not run yet: it needs a GPU (the paper-scale campaign)"
+GPU_MISSING = "paper scale not run yet (`fedkit figures --scale paper --plan` lists its runs)"
 
 
 # ---- measures: a committed CSV -> one value per (seed, quantity) ------------------------------------------------

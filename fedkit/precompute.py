@@ -35,10 +35,14 @@ class DeadlineReached(Exception):
     pass
 
 
-def _stop_at(deadline: float):
+def _stop_at(deadline: float, parent: int | None = None):
+    """A run callback that stops the run after the round that passes ``deadline``, or once the process ``parent``
+    (the precompute that started this worker) is gone: a killed precompute leaves no worker training."""
     def check(record, w):
         if time.time() > deadline:
             raise DeadlineReached(f"stopped after round {record['round']}")
+        if parent is not None and os.getppid() != parent:
+            raise DeadlineReached(f"stopped after round {record['round']}: the precompute that started it is gone")
     return check
 
 
@@ -69,7 +73,7 @@ def listed_groups(notebooks, scale: str, device: str, seed: int = 0, match: str 
     return ordered, skipped
 
 
-def _train(configs: list[dict], deadline: float, threads: int) -> dict:
+def _train(configs: list[dict], deadline: float, threads: int, parent: int | None = None) -> dict:
     """One group in a worker process: train its seeds together; report how it ended."""
     import torch
 
@@ -80,8 +84,9 @@ def _train(configs: list[dict], deadline: float, threads: int) -> dict:
     start = time.time()
     if start > deadline:
         return {"status": "not started (deadline)", "seconds": 0.0}
+    watched = parent if parent != os.getpid() else None  # run in the precompute's own process: nothing to watch
     try:
-        histories = run_together(cfgs, progress=False, callbacks=[_stop_at(deadline)])
+        histories = run_together(cfgs, progress=False, callbacks=[_stop_at(deadline, watched)])
     except DeadlineReached as err:
         return {"status": f"cut off at the deadline, {err}; its checkpoint is kept", "seconds": time.time() - start}
     except Exception as err:  # one group's failure must not lose the others
@@ -108,7 +113,8 @@ def precompute(notebooks, scale: str, device: str = "cpu", seed: int = 0, worker
     context = multiprocessing.get_context("spawn")  # CUDA cannot be forked
     try:
         with ProcessPoolExecutor(workers, mp_context=context) as pool:
-            futures = {pool.submit(_train, [c.to_dict() for c in g.configs], deadline, threads): g for g in groups}
+            futures = {pool.submit(_train, [c.to_dict() for c in g.configs], deadline, threads, os.getpid()): g
+                       for g in groups}
             for future in as_completed(futures):
                 group, first = futures[future], futures[future].configs[0]
                 row = {"runs": "; ".join(group.labels), "algorithm": first.algorithm, "dataset": first.dataset,

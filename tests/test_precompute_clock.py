@@ -118,6 +118,9 @@ def test_stop_at_raises_only_after_its_deadline():
     assert _stop_at(pc.time.time() + 60)({"round": 3}, None) is None
     with pytest.raises(DeadlineReached, match=r"^stopped after round 3$"):
         _stop_at(pc.time.time() - 1)({"round": 3}, None)
+    assert _stop_at(pc.time.time() + 60, os.getppid())({"round": 3}, None) is None  # its parent is alive
+    with pytest.raises(DeadlineReached, match="the precompute that started it is gone"):
+        _stop_at(pc.time.time() + 60, os.getppid() + 1)({"round": 3}, None)  # not its parent: as if it died
 
 
 def test_train_past_its_deadline_starts_nothing_and_cut_off_keeps_the_checkpoint(inline, tmp_path, monkeypatch):
@@ -158,14 +161,20 @@ def test_clocked_times_each_round_by_its_largest_step_count():
 
 def test_on_clock_reads_each_runs_step_seconds_and_names_a_missing_method():
     clock = pd.DataFrame({"dataset": ["fmnist", "fmnist", "svhn"], "method": ["FedAvg", "TACO", "FedAvg"],
-                          "step_seconds": [0.5, 2.0, 10.0]})
+                          "step_seconds": [0.5, 2.0, 10.0], "seed": 0})
     keys = [(("fmnist", "FedAvg"), 0), (("fmnist", "TACO"), 1), (("svhn", "FedAvg"), 0)]
-    out = taco.on_clock({k: history() for k in keys}, clock)
+    out = taco.on_clock({k: history() for k in keys}, clock)  # measured at one seed: it times every seed
     assert list(out) == keys
     assert [out[k].rounds["client_seconds_max"].tolist()[1:] for k in keys] == [[2.5, 3.5, 2.0], [10.0, 14.0, 8.0],
                                                                                  [50.0, 70.0, 40.0]]
-    with pytest.raises(FedkitError, match="no row for STEM on fmnist"):
+    with pytest.raises(FedkitError, match="no row for STEM on fmnist at seed 0"):
         taco.on_clock({(("fmnist", "STEM"), 0): history()}, clock)
+    per_seed = pd.DataFrame({"dataset": "fmnist", "method": "FedAvg", "step_seconds": [0.5, 1.0], "seed": [0, 1]})
+    assert taco.step_seconds(per_seed, "fmnist", "FedAvg", 1) == 1.0  # each seed its own measurement
+    with pytest.raises(FedkitError, match="at seed 2"):
+        taco.step_seconds(per_seed, "fmnist", "FedAvg", 2)
+    with pytest.raises(FedkitError, match="more than one row"):
+        taco.step_seconds(pd.concat([per_seed, per_seed]), "fmnist", "FedAvg", 0)
 
 
 def test_available_says_which_data_is_here(monkeypatch):

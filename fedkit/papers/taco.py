@@ -150,36 +150,41 @@ def target(dataset: str, scale: str, fedavg_final: float) -> float:
     return float(np.floor(95 * fedavg_final) / 100)
 
 
-def step_clock(datasets, device: str = "cpu", rounds: int = 2, steps: int = 10, seed: int = 0) -> pd.DataFrame:
+def step_clock(datasets, device: str = "cpu", rounds: int = 2, steps: int = 10, seeds=(0,)) -> pd.DataFrame:
     """Each Table V method's seconds per local step at paper settings on ``device``, every client timed alone on the
     sequential engine (``probe.calibrate_step_seconds``: the median over ``rounds`` rounds, after a warm-up round, of
-    a round's client seconds over its ``steps`` local steps per client); one row per (data set, method)."""
+    a round's client seconds over its ``steps`` local steps per client); one row per (data set, method, seed), each
+    seed a measurement of its own (its partition and batches), so that a clock's own noise shows as seed spread."""
     from ..probe import calibrate_step_seconds
 
-    cfgs = {(d, m): config(d, "paper", m, seed=seed, device=device, engine="sequential")
-            for d in datasets for m in METHODS}
+    cfgs = {(d, m, s): config(d, "paper", m, seed=s, device=device, engine="sequential")
+            for s in seeds for d in datasets for m in METHODS}
     seconds = calibrate_step_seconds(cfgs, rounds=rounds, steps=steps)
     where = (torch.cuda.get_device_name(device) if device.startswith("cuda")
              else f"cpu, {torch.get_num_threads()} threads")
     return pd.DataFrame([{"dataset": d, "method": m, "step_seconds": v, "device": where, "rounds": rounds,
-                          "steps": steps, "seed": seed} for (d, m), v in seconds.items()])
+                          "steps": steps, "seed": s} for (d, m, s), v in seconds.items()])
 
 
 def on_clock(histories: dict, clock: pd.DataFrame) -> dict:
     """``histories`` keyed ((data set, method), seed) on the step clock: each round's slowest-client time
     (``client_seconds_max``, what Figs. 2, 4, 5 and Table V's time columns add up) becomes the round's largest local
-    step count times the method's seconds per step on that data set (``clock``, from ``step_clock``). The faster
-    engine trains the clients stacked and does not time them one by one."""
-    seconds = clock.set_index(["dataset", "method"])["step_seconds"]
+    step count times ``step_seconds`` of the clock. The faster engine trains the clients stacked and does not time
+    them one by one."""
+    return {key: clocked(h, step_seconds(clock, *key[0], key[1])) for key, h in histories.items()}
+
+
+def step_seconds(clock: pd.DataFrame, name: str, method: str, seed: int) -> float:
+    """The seconds per local step of ``method`` on data set ``name`` at ``seed`` in ``clock`` (``step_clock``'s rows);
+    a clock measured at one seed only times every seed."""
+    seconds = clock.set_index(["dataset", "method", "seed"])["step_seconds"]
     if seconds.index.has_duplicates:
         raise FedkitError(f"the step clock has more than one row for {list(seconds.index[seconds.index.duplicated()])}")
-    out = {}
-    for key, h in histories.items():
-        (name, method), _ = key
-        if (name, method) not in seconds.index:
-            raise FedkitError(f"the step clock has no row for {method} on {name}; it holds {list(seconds.index)}")
-        out[key] = clocked(h, seconds[name, method])
-    return out
+    row = (name, method, int(clock["seed"].iloc[0]) if clock["seed"].nunique() == 1 else seed)
+    if row not in seconds.index:
+        raise FedkitError(f"the step clock has no row for {method} on {name} at seed {row[2]}; it holds "
+                          f"{list(seconds.index)}")
+    return float(seconds[row])
 
 
 def clocked(history: History, step_seconds: float) -> History:
