@@ -35,10 +35,13 @@ class DeadlineReached(Exception):
     pass
 
 
-def _stop_at(deadline: float, parent: int | None = None):
+def _stop_at(deadline: float, parent: int | None = None, last: int | None = None):
     """A run callback that stops the run after the round that passes ``deadline``, or once the process ``parent``
-    (the precompute that started this worker) is gone: a killed precompute leaves no worker training."""
+    (the precompute that started this worker) is gone: a killed precompute leaves no worker training. A run whose
+    round ``last`` is done is let finish (and be saved)."""
     def check(record, w):
+        if last is not None and record["round"] >= last:
+            return
         if time.time() > deadline:
             raise DeadlineReached(f"stopped after round {record['round']}")
         if parent is not None and os.getppid() != parent:
@@ -77,16 +80,18 @@ def _train(configs: list[dict], deadline: float, threads: int, parent: int | Non
     """One group in a worker process: train its seeds together; report how it ended."""
     import torch
 
-    from .runner import run_together
+    from .runner import default_cache, run_together
 
     torch.set_num_threads(threads)
     cfgs = [Config.from_dict(c) for c in configs]
     start = time.time()
-    if start > deadline:
+    cached = all((default_cache() / c.key() / "meta.json").exists() for c in cfgs)
+    if start > deadline and not cached:
         return {"status": "not started (deadline)", "seconds": 0.0}
     watched = parent if parent != os.getpid() else None  # run in the precompute's own process: nothing to watch
     try:
-        histories = run_together(cfgs, progress=False, callbacks=[_stop_at(deadline, watched)])
+        histories = run_together(cfgs, progress=False,
+                                 callbacks=[_stop_at(deadline, watched, max(c.rounds for c in cfgs))])
     except DeadlineReached as err:
         return {"status": f"cut off at the deadline, {err}; its checkpoint is kept", "seconds": time.time() - start}
     except Exception as err:  # one group's failure must not lose the others
@@ -118,9 +123,9 @@ def precompute(notebooks, scale: str, device: str = "cpu", seed: int = 0, worker
             for future in as_completed(futures):
                 group, first = futures[future], futures[future].configs[0]
                 row = {"runs": "; ".join(group.labels), "algorithm": first.algorithm, "dataset": first.dataset,
-                       "seeds": " ".join(str(c.seed) for c in group.configs), "keys": " ".join(c.key() for c in
-                                                                                             group.configs),
-                       "device": device, "workers": workers, "final %": "", **future.result()}
+                       "seeds": " ".join(str(c.seed) for c in group.configs),
+                       "keys": " ".join(c.key() for c in group.configs), "device": device, "workers": workers,
+                       "final %": "", **future.result()}
                 rows.append(row)
                 print(f"precompute: {row['status']:<10.60} {row['seconds']:7.1f} s  {row['final %']:<20} "
                       f"{group.labels[0]}{f' (+{len(group.labels) - 1})' if len(group.labels) > 1 else ''}",

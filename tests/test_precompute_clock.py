@@ -112,6 +112,7 @@ def test_precompute_trains_a_group_into_the_cache_logs_it_then_reads_it_back(inl
     assert (entry / "meta.json").stat().st_mtime_ns == stamp
     with open(log, newline="") as f:
         assert [r["status"] for r in csv.DictReader(f)] == ["done", "done"]  # appended, one header
+    assert _train([cfg.to_dict()], deadline=0.0, threads=1)["status"] == "done"  # past the deadline, but cached
 
 
 def test_stop_at_raises_only_after_its_deadline():
@@ -121,6 +122,7 @@ def test_stop_at_raises_only_after_its_deadline():
     assert _stop_at(pc.time.time() + 60, os.getppid())({"round": 3}, None) is None  # its parent is alive
     with pytest.raises(DeadlineReached, match="the precompute that started it is gone"):
         _stop_at(pc.time.time() + 60, os.getppid() + 1)({"round": 3}, None)  # not its parent: as if it died
+    assert _stop_at(pc.time.time() - 1, last=3)({"round": 3}, None) is None  # its last round: let it be saved
 
 
 def test_train_past_its_deadline_starts_nothing_and_cut_off_keeps_the_checkpoint(inline, tmp_path, monkeypatch):
