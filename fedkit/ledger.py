@@ -54,8 +54,8 @@ class Measure:
     a run that never reaches it gets NaN). ``fill`` replaces NaN (a diverged run, or one that never
     reached the target) by a value, e.g. 0 for accuracy or the round cap + 1 for rounds, so that it loses a
     comparison; without ``fill`` a seed with a NaN is dropped. ``seed=None``: the CSV holds one row per quantity
-    with no seed column (old single-seed files), read as seed 0; so is a CSV that lacks the ``seed`` column (one seed
-written before its notebook ran seeds). ``percent``: values shown × 100."""
+    with no seed column (old single-seed files), read as seed 0; so is a CSV that lacks the ``seed`` column (one
+    seed, written before its notebook ran seeds). ``percent``: values shown × 100."""
     source: str
     value: str
     by: str = "method"

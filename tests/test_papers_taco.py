@@ -146,3 +146,14 @@ def test_table1_and_shakespeare_claims_read_the_seed_column(tmp_path):
     shakespeare = [c for c in taco_claims.CLAIMS if "shakespeare" in c.id or c.id.startswith("taco-table1")]
     assert shakespeare and all(not c.few_seeds for c in shakespeare)
     assert all(c.measure.seed == "seed" for c in shakespeare if c.measure is not None)
+
+
+def test_seeded_labels_seed_first_keep_a_conditional_run_last():
+    from fedkit.config import Config
+    from fedkit.papers import seeded
+
+    listed = {"a": Config(), "b?": Config(algorithm="fedprox")}
+    out = seeded(listed, [3, 4], seed_first=True)
+    assert list(out) == ["seed 3/a", "seed 3/b?", "seed 4/a", "seed 4/b?"]
+    assert [c.seed for c in out.values()] == [3, 3, 4, 4] and out["seed 4/b?"].algorithm == "fedprox"
+    assert list(seeded(listed, [3, 4])) == ["a/seed 3", "a/seed 4", "b?/seed 3", "b?/seed 4"]

@@ -171,15 +171,21 @@ def on_clock(histories: dict, clock: pd.DataFrame) -> dict:
     (``client_seconds_max``, what Figs. 2, 4, 5 and Table V's time columns add up) becomes the round's largest local
     step count times ``step_seconds`` of the clock. The faster engine trains the clients stacked and does not time
     them one by one."""
-    return {key: clocked(h, step_seconds(clock, *key[0], key[1])) for key, h in histories.items()}
+    seconds = _clock_index(clock)
+    return {key: clocked(h, step_seconds(clock, *key[0], key[1], seconds)) for key, h in histories.items()}
 
 
-def step_seconds(clock: pd.DataFrame, name: str, method: str, seed: int) -> float:
-    """The seconds per local step of ``method`` on data set ``name`` at ``seed`` in ``clock`` (``step_clock``'s rows);
-    a clock measured at one seed only times every seed."""
+def _clock_index(clock: pd.DataFrame) -> pd.Series:
     seconds = clock.set_index(["dataset", "method", "seed"])["step_seconds"]
     if seconds.index.has_duplicates:
         raise FedkitError(f"the step clock has more than one row for {list(seconds.index[seconds.index.duplicated()])}")
+    return seconds
+
+
+def step_seconds(clock: pd.DataFrame, name: str, method: str, seed: int, index: pd.Series | None = None) -> float:
+    """The seconds per local step of ``method`` on data set ``name`` at ``seed`` in ``clock`` (``step_clock``'s rows);
+    a clock measured at one seed only times every seed. ``index``: the clock already indexed (``on_clock``)."""
+    seconds = _clock_index(clock) if index is None else index
     row = (name, method, int(clock["seed"].iloc[0]) if clock["seed"].nunique() == 1 else seed)
     if row not in seconds.index:
         raise FedkitError(f"the step clock has no row for {method} on {name} at seed {row[2]}; it holds "
@@ -266,8 +272,8 @@ def runs(notebook: str, scale: str, seed: int = 0, device: str = "cpu") -> dict[
         out = {f"{d}/{m}": cfg(d, m) for d in datasets for m in METHODS}
         return out | {f"{d}/TACO, detection off?": cfg(d, algorithm_args={"detect": False}) for d in datasets}
 
-    def each_seed(configs: dict[str, Config], n: int) -> dict[str, Config]:  # "seed s/" first: "?" stays last
-        return {f"seed {s}/{name}": c.replace(seed=s) for s in range(seed, seed + n) for name, c in configs.items()}
+    def each_seed(configs: dict[str, Config], n: int) -> dict[str, Config]:
+        return at_seeds(configs, range(seed, seed + n), seed_first=True)
 
     if notebook == "adult_paper_settings":
         seeds = {"ci": [0, 1], "small": [0, 1, 2], "paper": [0, 1, 2, 3, 4]}[scale]
