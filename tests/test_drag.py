@@ -301,3 +301,22 @@ def test_every_figure_and_method_builds_a_valid_config(scale):
     assert paper.config("fig6", "paper", "DRAG", algorithm_args={"c": 0.25}).algorithm_args["c"] == 0.25
     with pytest.raises(ValueError, match="unknown DRAG figure 'fig9'"):
         paper.config("fig9", "small")
+
+
+def test_mnist_stands_in_for_emnist_at_paper_scale_only_where_emnist_is_absent(tmp_path, monkeypatch):
+    monkeypatch.setenv("FEDKIT_DATA", str(tmp_path))  # an empty data root: no EMNIST-balanced here
+    assert paper.stands_in("emnist", "paper") and not paper.stands_in("cifar10", "paper")
+    drift, byzantine = paper.config("fig3a", "paper", "DRAG"), paper.config("fig8", "paper", "FLTrust")
+    assert (drift.dataset, drift.model, drift.num_clients, drift.rounds) == ("mnist", "fc500", 40, 1000)
+    assert drift.stop_accuracy == paper.target("fig3a", "paper") == paper.target("fig3a", "small") == 0.9
+    assert (byzantine.dataset, byzantine.rounds, paper.classes("emnist", "paper")) == ("mnist", 300, 10)
+    assert "stands in for EMNIST-balanced" in paper.label("fig7", "paper")
+    assert paper.config("fig5", "paper", "DRAG").dataset == "cifar10"  # CIFAR-10 has no paper-scale stand-in
+
+    import fedkit.data
+
+    monkeypatch.setattr(fedkit.data, "load_dataset", lambda name, **args: None)  # EMNIST-balanced loads
+    assert not paper.stands_in("emnist", "paper")
+    cfg = paper.config("fig3a", "paper", "DRAG")
+    assert (cfg.dataset, cfg.stop_accuracy, paper.classes("emnist", "paper")) == ("emnist", 0.8, 47)
+    assert paper.label("fig3a", "paper") == "EMNIST-balanced, FC-500"

@@ -37,6 +37,14 @@ def test_table7_runs_one_hundred_clients():
     assert (small.num_clients, small.algorithm, small.partition_args) == (100, "stem", {"phi": 0.2})
 
 
+@pytest.mark.parametrize("scale, seeds", [("paper", [3, 4, 5]), ("small", [3])])
+def test_table7_lists_its_budget_seeds(scale, seeds):
+    listed = taco.runs("table7_scalability", scale, seed=3)
+    assert len(listed) == 3 * 8 * len(seeds)  # data sets × (seven methods + TACO with detection off) × seeds
+    assert sorted({c.seed for c in listed.values()}) == seeds
+    assert listed[f"adult/TACO, detection off/seed {seeds[-1]}"].algorithm_args["detect"] is False
+
+
 def _history(accuracies, seconds, diverged=False):
     """A History with the given per-round test accuracy (round 0 first) and slowest-client seconds."""
     import pandas as pd

@@ -21,6 +21,7 @@ def c_edge(edge: str) -> str:
 
 FEW_SEEDS = {DRIFT: seed_budget(2, 28.5), DRIFT_CIFAR: seed_budget(1, 17.9),
              DRIFT_FASHION: seed_budget(1, 17.9)}
+EMNIST = "EMNIST (MNIST stands in at both scales: EMNIST is not offline)"
 FASHION_MISSING = "the Fashion-MNIST stand-in is a small-scale substitute for CIFAR-10; paper scale runs CIFAR-10"
 
 
@@ -54,8 +55,8 @@ def drift_claims(fig: str, source: str, where: str, note: str = "") -> list[Clai
 
 
 CLAIMS = [
-    *drift_claims("fig3a", DRIFT, "EMNIST (small: MNIST)"),
-    *drift_claims("fig3b", DRIFT, "EMNIST (small: MNIST)"),
+    *drift_claims("fig3a", DRIFT, EMNIST),
+    *drift_claims("fig3b", DRIFT, EMNIST),
     *drift_claims("fig4a", DRIFT_CIFAR, "CIFAR-10 (small: 4k subset)"),
     *drift_claims("fig4b", DRIFT_CIFAR, "CIFAR-10 (small: 4k subset)"),
     *drift_claims("fig4a", DRIFT_FASHION, "Fashion-MNIST stand-in for CIFAR-10", "-fashion"),
@@ -88,18 +89,18 @@ CLAIMS = [
           "benign clients get trust 0 under high heterogeneity",
           Measure("figs5_6_byzantine_cifar10_trust.csv", "trust_zero_share", by="heterogeneity",
                   where={"honest": True}, percent=True, names=("high", "low")), Order(("high", "low"))),
-    # Fig. 7: EMNIST (small: MNIST), IID, four attackers of ten
-    Claim("drag-fig7-fedavg-fine", "drag", "Fig. 7, EMNIST (small: MNIST), IID, final accuracy %",
+    # Fig. 7: EMNIST (MNIST stands in), IID, four attackers of ten
+    Claim("drag-fig7-fedavg-fine", "drag", f"Fig. 7, {EMNIST}, IID, final accuracy %",
           "FedAvg is fine under attack (within 2 points of FedAvg without the attack)", "FedAvg and FLTrust fine",
           final(BYZ_MNIST, "fig7"), Gap(NO_ATTACK, "FedAvg", at_most=0.02), **FEDAVG_FLOOR),
-    Claim("drag-fig7-fltrust-fine", "drag", "Fig. 7, EMNIST (small: MNIST), IID, final accuracy %",
+    Claim("drag-fig7-fltrust-fine", "drag", f"Fig. 7, {EMNIST}, IID, final accuracy %",
           "FLTrust is fine under attack (within 2 points of FedAvg without the attack)", "FedAvg and FLTrust fine",
           final(BYZ_MNIST, "fig7"), Gap(NO_ATTACK, "FLTrust", at_most=0.02), **FEDAVG_FLOOR),
-    Claim("drag-fig7-best", "drag", "Fig. 7, EMNIST (small: MNIST), IID, final accuracy %",
+    Claim("drag-fig7-best", "drag", f"Fig. 7, {EMNIST}, IID, final accuracy %",
           "robust DRAG highest of the three rules under attack", "DRAG best",
           final(BYZ_MNIST, "fig7"), Best("DRAG", others=BYZANTINE_METHODS), **FEDAVG_FLOOR),
-    # Fig. 8: EMNIST (small: MNIST), q = 1
-    Claim("drag-fig8-order", "drag", "Fig. 8, EMNIST (small: MNIST), q = 1, final accuracy %",
+    # Fig. 8: EMNIST (MNIST stands in), q = 1
+    Claim("drag-fig8-order", "drag", f"Fig. 8, {EMNIST}, q = 1, final accuracy %",
           "robust DRAG above FLTrust above FedAvg under attack", "FLTrust limited, DRAG best",
           final(BYZ_MNIST, "fig8"), Order(("DRAG", "FLTrust", "FedAvg")), **FEDAVG_FLOOR,
           caveat=c_edge("top (c = 1)")),
@@ -107,7 +108,7 @@ CLAIMS = [
           "FLTrust cuts benign clients off more under high heterogeneity than under low", "FLTrust limited",
           Measure("figs7_8_byzantine_emnist_trust.csv", "trust_zero_share", by="heterogeneity",
                   where={"honest": True}, percent=True, names=("high", "low")), Order(("high", "low"))),
-    Claim("drag-fig8-fedavg-collapses", "drag", "Fig. 8, EMNIST (small: MNIST), q = 1, final accuracy %",
+    Claim("drag-fig8-fedavg-collapses", "drag", f"Fig. 8, {EMNIST}, q = 1, final accuracy %",
           "the attack costs FedAvg ≥ 5 points under high heterogeneity", "FedAvg fails",
           final(BYZ_MNIST, "fig8"), Gap(NO_ATTACK, "FedAvg", at_least=0.05), **FEDAVG_FLOOR),
 ]

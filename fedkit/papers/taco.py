@@ -86,9 +86,9 @@ SLOW = 1.8  # Fig. 4's "o": more than 80 % over FedAvg's client time to the targ
 GAINS = {"accuracy gain %": (2.76, 58.68), "time saving %": (25.6, 62.7)}
 # Seeds of the notebooks with an ``n_seeds`` parameter (Table I; Table V on Shakespeare), its default per scale
 SEEDS = {"paper": 3, "small": 3, "ci": 1}
-# Seeds of Table V's label-group and Dirichlet notebooks (their ``n_seeds`` default): one below paper scale, where
-# three would not fit the notebook budget
-TABLE5_SEEDS = {"paper": 3, "small": 1, "ci": 1}
+# Seeds of Table V's label-group and Dirichlet notebooks and of Table VII (their ``n_seeds`` default): one below paper
+# scale, where three would not fit the notebook budget
+BUDGET_SEEDS = {"paper": 3, "small": 1, "ci": 1}
 
 # Table I of the paper: client seconds per 100 local updates on an RTX 3090 (FoolsGold shares FedAvg's column, TACO
 # has none), and the rounds each timing run lasts (round 1 is dropped: it pays for warm-up)
@@ -331,7 +331,7 @@ def runs(notebook: str, scale: str, seed: int = 0, device: str = "cpu") -> dict[
         return seeded({d: cfg(d, algorithm_args={"detect": False}, threat="freeloaders", threat_args={"fraction": 0.4})
                        for d in ("mnist", "fmnist", "svhn", "cifar10")}, n_seeds)
     if notebook == "table5_fig2_fig4_fig5_label_groups":
-        out = each_seed(table5(["fmnist", "svhn", "cifar10"]), TABLE5_SEEDS[scale])
+        out = each_seed(table5(["fmnist", "svhn", "cifar10"]), BUDGET_SEEDS[scale])
         grids = {"FedProx": ("mu", [0.001, 0.01, 0.1]), "FedACG": ("beta", [0.001, 0.01, 0.1]),
                  "STEM": ("a", [0.05, 0.1, 0.2])}
         if scale != "small":  # Fig. 2's grids
@@ -344,7 +344,7 @@ def runs(notebook: str, scale: str, seed: int = 0, device: str = "cpu") -> dict[
     if notebook == "table5_fig4_fig5_shakespeare":  # every run at each seed ("seed s/" first: "?" stays last)
         return each_seed(table5(["shakespeare"]), SEEDS[scale])
     if notebook == "table5_fig4_fig5_table3_dirichlet":
-        return each_seed(table5(["adult", "cifar100"]), TABLE5_SEEDS[scale])
+        return each_seed(table5(["adult", "cifar100"]), BUDGET_SEEDS[scale])
     if notebook == "table6_ablation":
         out = {}
         for d, phi in (("femnist", 0.2), ("femnist", 0.5), ("adult", 0.1), ("adult", 0.5)):
@@ -363,8 +363,9 @@ def runs(notebook: str, scale: str, seed: int = 0, device: str = "cpu") -> dict[
     if notebook == "table7_scalability":
         variants = {**{m: (m, {}) for m in METHODS},
                     "TACO, detection off": ("TACO", {"algorithm_args": {"detect": False}})}
-        return {f"{d}/{label}": scalability_config(d, scale, m, seed=seed, device=device, **changes)
-                for d in ("adult", "femnist", "cifar100") for label, (m, changes) in variants.items()}
+        return seeded({f"{d}/{label}": scalability_config(d, scale, m, seed=seed, device=device, **changes)
+                       for d in ("adult", "femnist", "cifar100") for label, (m, changes) in variants.items()},
+                      BUDGET_SEEDS[scale])
     if notebook == "table8_freeloader_detection":
         kappas, divisors = ([0.6, 1.0], {"T/5": 5}) if scale == "ci" else \
             ([0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0], {"T/10": 10, "T/5": 5, "T/2": 2})
