@@ -165,3 +165,10 @@ def test_seeded_labels_seed_first_keep_a_conditional_run_last():
     assert list(out) == ["seed 3/a", "seed 3/b?", "seed 4/a", "seed 4/b?"]
     assert [c.seed for c in out.values()] == [3, 3, 4, 4] and out["seed 4/b?"].algorithm == "fedprox"
     assert list(seeded(listed, [3, 4])) == ["a/seed 3", "a/seed 4", "b?/seed 3", "b?/seed 4"]
+
+
+def test_table6_runs_femnist_at_every_seed_only_at_paper_scale():
+    def femnist_seeds(scale):
+        listed = taco.runs("table6_ablation", scale)
+        return sorted({c.seed for label, c in listed.items() if label.startswith("femnist")})
+    assert femnist_seeds("paper") == [0, 1, 2] and femnist_seeds("small") == [0]

@@ -9,12 +9,12 @@ defences holding the same root set of N_root uniform training samples.
 "paper": EMNIST-balanced with the 784-500-47 network, CIFAR-10 with the TF-tutorial CNN (2 conv + 3 FC), the
 paper's M, S, c, α, μ, β; targets 80 % / 70 % with round caps of 1000 / 2000 and 300 Byzantine rounds (the caps
 and the batch size 64 are the spec's assumptions: the paper gives neither); where EMNIST-balanced is not under the
-data root, full MNIST stands in at that structure (``PAPER_STAND_INS``, named on every figure). "small": full MNIST
-(60k / 10k) stands in for EMNIST-balanced (same network, 10 classes), and the 4,000 / 1,000 real CIFAR-10 subset with the
-NIID-Bench CNN (2 conv + 3 FC as well, 13× cheaper than the TF CNN on this CPU) for CIFAR-10; its root set keeps the
-paper's share of the training data (3000 / 50,000 = 6 % → 240 images). Small targets, calibrated on first runs
-(seed 0, full participation): MNIST 90 % (FedAvg reaches 80 % in 15 rounds on MNIST, too easy to tell methods apart;
-90 % in 213), the CIFAR-10 subset 30 % (FedAvg's best in 300 rounds is 31 %).
+data root, full MNIST stands in at that structure (``PAPER_STAND_INS``, named on every figure). "small": full
+MNIST (60k / 10k) stands in for EMNIST-balanced (same network, 10 classes), and the 4,000 / 1,000 real CIFAR-10
+subset with the NIID-Bench CNN (2 conv + 3 FC as well, 13× cheaper than the TF CNN on this CPU) for CIFAR-10; its
+root set keeps the paper's share of the training data (3000 / 50,000 = 6 % → 240 images). Small targets, calibrated
+on first runs (seed 0, full participation): MNIST 90 % (FedAvg reaches 80 % in 15 rounds on MNIST, too easy to tell
+methods apart; 90 % in 213), the CIFAR-10 subset 30 % (FedAvg's best in 300 rounds is 31 %).
 "ci": the 5k MNIST sample, a few rounds.
 """
 from __future__ import annotations
