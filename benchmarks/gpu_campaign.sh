@@ -1,18 +1,22 @@
 #!/usr/bin/env bash
-# One lent-GPU job of the paper-scale campaign (issue 29): the step clock alone on the GPU, then the listed runs of
-# NOTEBOOKS (priority order) into the run cache with --precompute until MINUTES, then the cache packed for the next
-# machine, then the paper-scale plan with GPU-measured probes. Needs FEDKIT_DATA; writes into OUT.
-#   OUT=/tmp/out MINUTES=6.5 WORKERS=6 benchmarks/gpu_campaign.sh notebooks/taco/table5_fig2_fig4_fig5_label_groups.ipynb ...
+# One lent-GPU job of the paper-scale campaign (issue 29): TACO's step clock alone on the GPU for the data sets in
+# CLOCK (none if empty), then the listed runs of NOTEBOOKS (priority order; MATCH: only the runs whose
+# '<paper>/<notebook>/<label>' matches) into the run cache with --precompute until MINUTES, then the cache packed for
+# the next machine, then the paper-scale plan with GPU-measured probes. Needs FEDKIT_DATA; writes into OUT.
+#   OUT=/tmp/out CLOCK=fmnist MINUTES=6.5 WORKERS=6 benchmarks/gpu_campaign.sh \
+#     notebooks/taco/table5_fig2_fig4_fig5_label_groups.ipynb ...
 set -uo pipefail
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1
 export FEDKIT_CACHE="${FEDKIT_CACHE:-/tmp/fedkit-cache}"
 mkdir -p "$OUT" "$FEDKIT_CACHE"
 { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; python3 -c "import torch; print(torch.__version__)"; nproc; } 2>&1
 DEVICE="${DEVICE:-cuda}"
-python3 -c "from fedkit.papers import taco; clock = taco.step_clock(['fmnist'], '$DEVICE'); print(clock.to_string())
-clock.to_csv('$OUT/step_clock_fmnist.csv', index=False)"
+if [ -n "${CLOCK:-}" ]; then
+  python3 -c "from fedkit.papers import taco; clock = taco.step_clock('$CLOCK'.split(), '$DEVICE')
+print(clock.to_string()); clock.to_csv('$OUT/step_clock_${CLOCK// /_}.csv', index=False)"
+fi
 python3 -m fedkit.cli figures "$@" --scale paper --device "$DEVICE" --precompute --workers "${WORKERS:-6}" \
-  --minutes "${MINUTES:-6.5}" --log "$OUT/precompute.csv"
+  --minutes "${MINUTES:-6.5}" --log "$OUT/precompute.csv" ${MATCH:+--match "$MATCH"}
 # finished runs in one archive; unfinished ones' last checkpoints (to resume on the next GPU) in parts under 15 MiB
 cd "$FEDKIT_CACHE" && ls | while read -r k; do [ -f "$k/meta.json" ] && echo "$k"; done > /tmp/done.txt
 tar czf "$OUT/cache_done.tar.gz" -T /tmp/done.txt
