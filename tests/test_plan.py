@@ -47,8 +47,8 @@ def test_plan_lists_the_runs_their_data_engine_and_measured_minutes():
 def test_plan_names_missing_data_without_downloading(tmp_path, monkeypatch):
     monkeypatch.setenv("FEDKIT_DATA", str(tmp_path))  # an empty data root
     monkeypatch.setenv("FEDKIT_DOWNLOAD", "1")  # the plan downloads nothing, even where allowed
-    [p], planner = make_plan([DRIFT], "paper", device="cuda")
-    assert set(p.missing) == {"emnist"} and "emnist: data not found in" in p.missing["emnist"]
+    [p], planner = make_plan([DRIFT], "paper", device="cuda")  # no EMNIST here: full MNIST stands in, absent too
+    assert set(p.missing) == {"mnist"} and "mnist: data not found in" in p.missing["mnist"]
     assert p.unpredicted == len(p.runs) and p.minutes == 0 and not planner.steps
     assert not any(tmp_path.iterdir())
 
