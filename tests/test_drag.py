@@ -305,7 +305,7 @@ def test_every_figure_and_method_builds_a_valid_config(scale):
 
 def test_mnist_stands_in_for_emnist_at_paper_scale_only_where_emnist_is_absent(tmp_path, monkeypatch):
     monkeypatch.setenv("FEDKIT_DATA", str(tmp_path))  # an empty data root: no EMNIST-balanced here
-    assert paper.stands_in("emnist", "paper") and not paper.stands_in("cifar10", "paper")
+    assert paper.paper_stands_in("emnist") and not paper.paper_stands_in("cifar10")
     drift, byzantine = paper.config("fig3a", "paper", "DRAG"), paper.config("fig8", "paper", "FLTrust")
     assert (drift.dataset, drift.model, drift.num_clients, drift.rounds) == ("mnist", "fc500", 40, 1000)
     assert drift.stop_accuracy == paper.target("fig3a", "paper") == paper.target("fig3a", "small") == 0.9
@@ -316,7 +316,7 @@ def test_mnist_stands_in_for_emnist_at_paper_scale_only_where_emnist_is_absent(t
     import fedkit.data
 
     monkeypatch.setattr(fedkit.data, "load_dataset", lambda name, **args: None)  # EMNIST-balanced loads
-    assert not paper.stands_in("emnist", "paper")
+    assert not paper.paper_stands_in("emnist")
     cfg = paper.config("fig3a", "paper", "DRAG")
     assert (cfg.dataset, cfg.stop_accuracy, paper.classes("emnist", "paper")) == ("emnist", 0.8, 47)
     assert paper.label("fig3a", "paper") == "EMNIST-balanced, FC-500"

@@ -194,3 +194,11 @@ def test_ledger_staleness_follows_git(tmp_path):
     git("commit", "-qam", "two")
     assert ledger._changed_since(tmp_path, first, ["alg.py"]) == ["alg.py"]
     assert ledger._changed_since(tmp_path, "0" * 40, ["alg.py"]) == ["(commit 0000000000 unknown to git)"]
+
+
+def test_cifar10_rows_say_the_full_set_is_not_offline_at_paper_scale(tmp_path):
+    rows = [Claim(f"x-{i}", "taco", item, "claim", "paper", Measure("absent.csv", "v"), Best("A"))
+            for i, item in enumerate([f"Table II, {ledger.CIFAR10_SUBSET}, mean α", "Table II, MNIST, mean α"])]
+    cifar, mnist = ledger.with_cifar10_missing_at_paper(rows)
+    assert ledger.decide(cifar, "paper", tmp_path).reason.startswith("CIFAR-10 is not offline")
+    assert mnist.paper_missing == ledger.GPU_MISSING

@@ -79,13 +79,11 @@ CLAIMS = {
 }
 
 
-def stands_in(data: str, scale: str) -> bool:
-    """Whether MNIST stands in for ``data`` ("emnist" or "cifar10") at ``scale``: at small and ci always (for
-    EMNIST), at paper where EMNIST-balanced is not under the data root (checked without downloading)."""
+def paper_stands_in(data: str) -> bool:
+    """Whether MNIST stands in for the paper's ``data`` ("emnist" or "cifar10") at paper scale: where EMNIST-balanced
+    is not under the data root (checked without downloading)."""
     if data not in PAPER_STAND_INS:
         return False
-    if scale != "paper":
-        return True
     from ..data import load_dataset
     from ..errors import DataNotFoundError
     from ..plan import offline
@@ -101,7 +99,7 @@ def stands_in(data: str, scale: str) -> bool:
 def data_of(data: str, scale: str) -> dict:
     """The data set and model that run for the paper's ``data`` at ``scale`` (``DATA``, or the paper-scale
     stand-in)."""
-    return PAPER_STAND_INS[data] if scale == "paper" and stands_in(data, scale) else DATA[scale][data]
+    return PAPER_STAND_INS[data] if scale == "paper" and paper_stands_in(data) else DATA[scale][data]
 
 
 def classes(data: str, scale: str) -> int:
@@ -156,7 +154,7 @@ def target(figure: str, scale: str) -> float:
     """The test accuracy at which a client-drift figure's runs stop (at paper scale on the MNIST stand-in, the small
     scale's calibrated target)."""
     data = FIGURES[figure][0]
-    return DRIFT["small" if scale == "paper" and stands_in(data, scale) else scale][data]["target"]
+    return DRIFT["small" if scale == "paper" and paper_stands_in(data) else scale][data]["target"]
 
 
 def label(figure: str, scale: str, stand_in: str | None = None) -> str:
@@ -164,7 +162,7 @@ def label(figure: str, scale: str, stand_in: str | None = None) -> str:
     if stand_in == "fashion_mnist":
         return "Fashion-MNIST 12k/2k sample, NIID-Bench CNN (stands in for CIFAR-10)"
     data = FIGURES[figure][0]
-    if scale == "paper" and stands_in(data, scale):
+    if scale == "paper" and paper_stands_in(data):
         return "MNIST 60k/10k, FC-500 (stands in for EMNIST-balanced at the paper's structure)"
     if scale == "paper":
         return "EMNIST-balanced, FC-500" if data == "emnist" else "CIFAR-10, TF CNN (2 conv + 3 FC)"

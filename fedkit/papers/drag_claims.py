@@ -4,9 +4,19 @@ rapidly", "fine") are stated in each claim's words."""
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 
-from ..ledger import Best, Claim, Gap, Measure, Order, Ratio, seed_budget, with_few_seeds
+from ..ledger import (
+    CIFAR10_SUBSET,
+    Best,
+    Claim,
+    Gap,
+    Measure,
+    Order,
+    Ratio,
+    seed_budget,
+    with_cifar10_missing_at_paper,
+    with_few_seeds,
+)
 from .drag import BYZANTINE_METHODS, DRIFT_METHODS
 
 DRIFT = "fig3_emnist_client_drift.csv"
@@ -58,35 +68,35 @@ def drift_claims(fig: str, source: str, where: str, note: str = "") -> list[Clai
 CLAIMS = [
     *drift_claims("fig3a", DRIFT, EMNIST),
     *drift_claims("fig3b", DRIFT, EMNIST),
-    *drift_claims("fig4a", DRIFT_CIFAR, "CIFAR-10 (small: 4k subset)"),
-    *drift_claims("fig4b", DRIFT_CIFAR, "CIFAR-10 (small: 4k subset)"),
+    *drift_claims("fig4a", DRIFT_CIFAR, CIFAR10_SUBSET),
+    *drift_claims("fig4b", DRIFT_CIFAR, CIFAR10_SUBSET),
     *drift_claims("fig4a", DRIFT_FASHION, "Fashion-MNIST stand-in for CIFAR-10", "-fashion"),
     *drift_claims("fig4b", DRIFT_FASHION, "Fashion-MNIST stand-in for CIFAR-10", "-fashion"),
     # Fig. 5: CIFAR-10, low heterogeneity (IID), one attacker of ten
-    Claim("drag-fig5-fedavg-declines", "drag", "Fig. 5, CIFAR-10 (small: 4k subset), IID, final accuracy %",
+    Claim("drag-fig5-fedavg-declines", "drag", f"Fig. 5, {CIFAR10_SUBSET}, IID, final accuracy %",
           "the attack makes FedAvg decline (read as: ≥ 5 points below FedAvg without the attack)",
           "FedAvg declines rapidly", final(BYZ_CIFAR, "fig5"), Gap(NO_ATTACK, "FedAvg", at_least=0.05),
           **FEDAVG_FLOOR),
-    Claim("drag-fig5-drag-vs-fltrust", "drag", "Fig. 5, CIFAR-10 (small: 4k subset), IID, final accuracy %",
+    Claim("drag-fig5-drag-vs-fltrust", "drag", f"Fig. 5, {CIFAR10_SUBSET}, IID, final accuracy %",
           "robust DRAG ends above FLTrust", "DRAG more stable than FLTrust, both converge",
           final(BYZ_CIFAR, "fig5"), Order(("DRAG", "FLTrust")), **FEDAVG_FLOOR,
           caveat=c_edge("low (c = 0.1)") + "; on seed 0 this verdict flips at c = 0.1"),
-    Claim("drag-fig5-steadier", "drag", "Fig. 5, CIFAR-10 (small: 4k subset), IID, round-to-round std of the last 10 % "
+    Claim("drag-fig5-steadier", "drag", f"Fig. 5, {CIFAR10_SUBSET}, IID, round-to-round std of the last 10 % "
           "of rounds (points)", "robust DRAG ends steadier than FLTrust", "DRAG more stable than FLTrust",
           final(BYZ_CIFAR, "fig5", BYZANTINE_METHODS, reduce="tailstd:0.1"), Order(("DRAG", "FLTrust"), higher=False)),
     # Fig. 6: CIFAR-10, high heterogeneity (q = 1)
-    Claim("drag-fig6-fedavg-degrades", "drag", "Fig. 6, CIFAR-10 (small: 4k subset), q = 1, final accuracy %",
+    Claim("drag-fig6-fedavg-degrades", "drag", f"Fig. 6, {CIFAR10_SUBSET}, q = 1, final accuracy %",
           "the attack makes FedAvg degrade (≥ 5 points below FedAvg without the attack)", "FedAvg degrades",
           final(BYZ_CIFAR, "fig6"), Gap(NO_ATTACK, "FedAvg", at_least=0.05), **FEDAVG_FLOOR),
-    Claim("drag-fig6-order", "drag", "Fig. 6, CIFAR-10 (small: 4k subset), q = 1, final accuracy %",
+    Claim("drag-fig6-order", "drag", f"Fig. 6, {CIFAR10_SUBSET}, q = 1, final accuracy %",
           "robust DRAG keeps working: above FLTrust, and FLTrust above FedAvg", "DRAG > FLTrust (no convergence) ≥ "
           "FedAvg", final(BYZ_CIFAR, "fig6"), Order(("DRAG", "FLTrust", "FedAvg")), **FEDAVG_FLOOR,
           caveat=c_edge("top (c = 1)")),
-    Claim("drag-fig6-drag-margin", "drag", "Fig. 6, CIFAR-10 (small: 4k subset), q = 1, final accuracy %",
+    Claim("drag-fig6-drag-margin", "drag", f"Fig. 6, {CIFAR10_SUBSET}, q = 1, final accuracy %",
           "robust DRAG ≥ 10 points above FedAvg under attack", "DRAG keeps working, FedAvg degrades",
           final(BYZ_CIFAR, "fig6"), Gap("DRAG", "FedAvg", at_least=0.10), **FEDAVG_FLOOR, caveat=c_edge("top (c = 1)")),
     Claim("drag-fig6-fltrust-trust0", "drag",
-          "Figs. 5–6, CIFAR-10 (small: 4k subset), FLTrust: share of benign client-rounds with trust 0",
+          f"Figs. 5–6, {CIFAR10_SUBSET}, FLTrust: share of benign client-rounds with trust 0",
           "FLTrust cuts benign clients off (trust 0) more under high heterogeneity than under low",
           "benign clients get trust 0 under high heterogeneity",
           Measure("figs5_6_byzantine_cifar10_trust.csv", "trust_zero_share", by="heterogeneity",
@@ -114,7 +124,4 @@ CLAIMS = [
           "the attack costs FedAvg ≥ 5 points under high heterogeneity", "FedAvg fails",
           final(BYZ_MNIST, "fig8"), Gap(NO_ATTACK, "FedAvg", at_least=0.05), **FEDAVG_FLOOR),
 ]
-# CIFAR-10's rows run its real 4k subset at small; paper scale needs the full set, which is not offline
-CLAIMS = [replace(c, paper_missing="CIFAR-10 is not offline (the small scale runs its 4k subset; paper scale needs "
-                  "the full set)") if "CIFAR-10 (small: 4k subset)" in c.item else c for c in CLAIMS]
-CLAIMS = with_few_seeds(CLAIMS, FEW_SEEDS)
+CLAIMS = with_few_seeds(with_cifar10_missing_at_paper(CLAIMS), FEW_SEEDS)

@@ -11,13 +11,26 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from ..ledger import Best, Claim, Gap, Measure, Order, Ratio, Threshold, Within, seed_budget, with_few_seeds
+from ..ledger import (
+    CIFAR10_SUBSET,
+    Best,
+    Claim,
+    Gap,
+    Measure,
+    Order,
+    Ratio,
+    Threshold,
+    Within,
+    seed_budget,
+    with_cifar10_missing_at_paper,
+    with_few_seeds,
+)
 from .taco import METHODS, TABLE5
 
 T = "taco"
 TABLE5_FILES = {"adult": "dirichlet", "cifar100": "dirichlet", "fmnist": "label_groups", "cifar10": "label_groups",
                 "shakespeare": "shakespeare"}
-NAMES = {"adult": "adult", "fmnist": "FMNIST", "cifar10": "CIFAR-10 (small: 4k subset)",
+NAMES = {"adult": "adult", "fmnist": "FMNIST", "cifar10": CIFAR10_SUBSET,
          "cifar100": "CIFAR-100 stand-in (small: 4k CIFAR-10 subset, Dir(0.5), CNN)",
          "shakespeare": "Shakespeare (small: 10 LEAF roles, K = 5, T = 15)"}
 ADULT = "adult_paper_settings_accuracy.csv"
@@ -349,7 +362,7 @@ CLAIMS = [
     # Table II: mean α by label group
     table2_claim("mnist", "MNIST", "A .23 < B .27 < C .41 < freeloaders .88"),
     table2_claim("fmnist", "FMNIST", "A .18 < B .27 < C .37 < freeloaders .75"),
-    table2_claim("cifar10", "CIFAR-10 (small: 4k subset)", "A .22 < B .32 < C .36 < freeloaders .88"),
+    table2_claim("cifar10", CIFAR10_SUBSET, "A .22 < B .32 < C .36 < freeloaders .88"),
     absent(table2_claim("svhn", "SVHN", "A .23 < B .33 < C .43 < freeloaders .86"), "SVHN"),
     # Table III: per-round client time on CIFAR-100 (stand-in)
     *table3_claims(),
@@ -401,9 +414,6 @@ CLAIMS = [
     *table8_claims(),
     # Fig. 7: γ sensitivity
     *fig7_claims("mnist", "MNIST"), *fig7_claims("fmnist", "FMNIST"),
-    *fig7_claims("cifar10", "CIFAR-10 (small: 4k subset)"),
+    *fig7_claims("cifar10", CIFAR10_SUBSET),
 ]
-# CIFAR-10's rows run its real 4k subset at small; paper scale needs the full set, which is not offline
-CLAIMS = [replace(c, paper_missing="CIFAR-10 is not offline (the small scale runs its 4k subset; paper scale needs "
-                  "the full set, and a GPU)") if NAMES["cifar10"] in c.item else c for c in CLAIMS]
-CLAIMS = with_few_seeds(CLAIMS, FEW_SEEDS)
+CLAIMS = with_few_seeds(with_cifar10_missing_at_paper(CLAIMS), FEW_SEEDS)
