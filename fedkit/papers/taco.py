@@ -86,8 +86,8 @@ SLOW = 1.8  # Fig. 4's "o": more than 80 % over FedAvg's client time to the targ
 GAINS = {"accuracy gain %": (2.76, 58.68), "time saving %": (25.6, 62.7)}
 # Seeds of the notebooks with an ``n_seeds`` parameter (Table I; Table V on Shakespeare), its default per scale
 SEEDS = {"paper": 3, "small": 3, "ci": 1}
-# Seeds of Table V's label-group and Dirichlet notebooks and of Table VII (their ``n_seeds`` default): one below paper
-# scale, where three would not fit the notebook budget
+# Seeds of Table V's label-group and Dirichlet notebooks, of Table VII (their ``n_seeds`` default) and of Fig. 7's γ
+# grid: one below paper scale, where three would not fit the notebook budget
 BUDGET_SEEDS = {"paper": 3, "small": 1, "ci": 1}
 
 # Table I of the paper: client seconds per 100 local updates on an RTX 3090 (FoolsGold shares FedAvg's column, TACO
@@ -308,12 +308,13 @@ def runs(notebook: str, scale: str, seed: int = 0, device: str = "cpu") -> dict[
                                          algorithm_args={"base": plain.algorithm, **plain.algorithm_args})
                 out |= seeded({f"{d}/{m}": plain, f"{d}/{m}-TACO": tailored}, n_seeds if d == "fmnist" else 1)
         return out
-    if notebook == "fig7_gamma_sensitivity":
-        out = {}
+    if notebook == "fig7_gamma_sensitivity":  # the γ grid at BUDGET_SEEDS, the long MNIST runs at the first seed
+        grid = {}
         for d in ("mnist", "fmnist", "cifar10"):
             for gamma in (0.0, 0.001, 0.01, 0.1, 1.0):
                 c = cfg(d, algorithm_args={"gamma": gamma, "detect": False})
-                out[f"{d}/γ={gamma}"] = c.replace(eval_every=c.rounds)
+                grid[f"{d}/γ={gamma}"] = c.replace(eval_every=c.rounds)
+        out = seeded(grid, BUDGET_SEEDS[scale])
         base = cfg("mnist", algorithm_args={"detect": False})
         long = {"ci": 2 * base.rounds, "small": 100, "paper": 3 * base.rounds}[scale]
         for gamma in (0.0, 1 / base.local_steps, 1.0):

@@ -332,7 +332,7 @@ class GammaOrder(Order):
 def fig7_claims(dataset: str, data: str) -> list[Claim]:
     item = f"Fig. 7, {data}, final accuracy % over γ (K = 20, T = 30: 1/K = 0.05)"
     measure = Measure("fig7_gamma_sensitivity.csv", "final accuracy", by="gamma", where={"dataset": dataset},
-                      seed=None, fill=0.0, names=(0.0, 0.1, 1.0))
+                      fill=0.0, names=(0.0, 0.1, 1.0))
     floor = CHANCE_PCT if dataset == "cifar10" else {}
     caveat = "γ = 1 is the top of the paper's grid {0, 0.001, 0.01, 0.1, 1}: larger γ untried"
     return [
