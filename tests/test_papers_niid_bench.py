@@ -25,6 +25,20 @@ def test_small_and_paper_cover_both_data_sets_every_partition_and_both_placement
     assert P.cells("paper") == P.cells("small")
 
 
+def test_a_slice_keeps_the_order_of_the_full_listing_and_names_a_bad_value():
+    full = P.cells("paper")
+    part = P.cells("paper", ["MNIST"], ["#C=2", "Dir(0.5)"])
+    assert part == [c for c in full if c[0] == "MNIST" and c[1] in ("#C=2", "Dir(0.5)")]
+    assert len(part) == 2 * len(P.METHODS)
+    assert P.cells("paper", partitions=["IID"]) == [c for c in full if c[1] == "IID"]
+    with pytest.raises(ValueError, match="CIFAR-10"):
+        P.cells("paper", ["CIFAR-10"])
+    with pytest.raises(ValueError, match="IID"):  # ci has MNIST Dir(0.5) and #C=2 only
+        P.cells("ci", partitions=["IID"])
+    with pytest.raises(ValueError, match="empty"):
+        P.cells("paper", partitions=[])
+
+
 class FakeHistory:
     def __init__(self, accuracy, diverged):
         self.final_accuracy, self.diverged = accuracy, diverged

@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from ..config import Config
+from ..errors import ConfigError
 
 DATASETS = {"MNIST": "mnist", "FMNIST": "fashion_mnist"}
 PARTITIONS = {  # NIID-Bench's name: (fedkit partition, its arguments)
@@ -108,10 +109,19 @@ def placement_configs(scale: str, seed: int = 0, device: str = "cpu") -> dict[st
             for method, placement in PLACEMENT_METHODS}
 
 
-def cells(scale: str) -> list[tuple[str, str, str, str]]:
-    """(dataset, partition, method, placement) of every cell run at ``scale`` (ci: MNIST Dir(0.5) and #C=2)."""
-    datasets, partitions = (["MNIST"], ["Dir(0.5)", "#C=2"]) if scale == "ci" else (list(DATASETS), list(PARTITIONS))
-    return [(d, p, m, c) for d in datasets for p in partitions for m, c in METHODS]
+def cells(scale: str, datasets=None, partitions=None) -> list[tuple[str, str, str, str]]:
+    """(dataset, partition, method, placement) of every cell run at ``scale`` (ci: MNIST Dir(0.5) and #C=2), or of
+    the slice of it on ``datasets`` and ``partitions`` (NIID-Bench's names; None: all), e.g. one GPU job's share."""
+    every = (["MNIST"], ["Dir(0.5)", "#C=2"]) if scale == "ci" else (list(DATASETS), list(PARTITIONS))
+    picked = []
+    for chosen, names, what in ((datasets, every[0], "data set"), (partitions, every[1], "partition")):
+        unknown = [n for n in chosen or [] if n not in names]
+        if unknown:
+            raise ConfigError(f"unknown NIID-Bench {what}(s) {unknown} at scale {scale!r}; choose from {names}")
+        picked.append([n for n in names if chosen is None or n in chosen])
+    if not all(picked):
+        raise ConfigError(f"an empty NIID-Bench slice: datasets={datasets!r}, partitions={partitions!r}")
+    return [(d, p, m, c) for d in picked[0] for p in picked[1] for m, c in METHODS]
 
 
 def peers(dataset: str, partition: str, method: str) -> dict[str, float]:
