@@ -113,15 +113,20 @@ def cells(scale: str, datasets=None, partitions=None) -> list[tuple[str, str, st
     """(dataset, partition, method, placement) of every cell run at ``scale`` (ci: MNIST Dir(0.5) and #C=2), or of
     the slice of it on ``datasets`` and ``partitions`` (NIID-Bench's names; None: all), e.g. one GPU job's share."""
     every = (["MNIST"], ["Dir(0.5)", "#C=2"]) if scale == "ci" else (list(DATASETS), list(PARTITIONS))
-    picked = []
-    for chosen, names, what in ((datasets, every[0], "data set"), (partitions, every[1], "partition")):
-        unknown = [n for n in chosen or [] if n not in names]
-        if unknown:
-            raise ConfigError(f"unknown NIID-Bench {what}(s) {unknown} at scale {scale!r}; choose from {names}")
-        picked.append([n for n in names if chosen is None or n in chosen])
-    if not all(picked):
-        raise ConfigError(f"an empty NIID-Bench slice: datasets={datasets!r}, partitions={partitions!r}")
-    return [(d, p, m, c) for d in picked[0] for p in picked[1] for m, c in METHODS]
+    datasets, partitions = (_pick(chosen, names, what, scale) for chosen, names, what in
+                            ((datasets, every[0], "data set"), (partitions, every[1], "partition")))
+    return [(d, p, m, c) for d in datasets for p in partitions for m, c in METHODS]
+
+
+def _pick(chosen, names: list[str], what: str, scale: str) -> list[str]:
+    """``names`` in their order, all (``chosen`` None) or those in ``chosen``; an unknown or empty choice raises."""
+    if chosen is None:
+        return names
+    unknown = [n for n in chosen if n not in names]
+    if unknown or not chosen:
+        raise ConfigError(f"NIID-Bench {what}s {list(chosen)} at scale {scale!r}: "
+                          f"{f'unknown {unknown}' if unknown else 'an empty choice'}; choose from {names}")
+    return [n for n in names if n in chosen]
 
 
 def peers(dataset: str, partition: str, method: str) -> dict[str, float]:
