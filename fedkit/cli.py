@@ -285,7 +285,11 @@ def cmd_list(args) -> int:
 
 def cmd_figures(args) -> int:
     from .figures import print_summary, run_notebooks
+    from .runner import cached_devices
 
+    if args.cached_on:
+        os.environ["FEDKIT_CACHED_ON"] = ",".join(args.cached_on)  # the notebooks' kernels inherit it
+        cached_devices()
     if args.plan:
         return cmd_plan(args)
     if args.precompute:
@@ -429,6 +433,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--scale", choices=("ci", "small", "paper"), default="small")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", default="cpu")
+    p.add_argument("--cached-on", action="append", default=[], metavar="DEVICE",
+                   help="also read a run from the cache where it finished on DEVICE (repeatable), e.g. render on "
+                        "the CPU a figure whose runs trained partly on a GPU; runs found nowhere train on --device")
     p.add_argument("--jobs", type=_positive_int, default=1, help="notebooks run at once (default 1)")
     p.add_argument("-p", "--param", type=_notebook_parameter, action="append", default=[], metavar="NAME=VALUE",
                    help="a further notebook parameter, its value read as YAML (repeatable), "

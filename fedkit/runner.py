@@ -23,7 +23,7 @@ from tqdm.auto import tqdm
 
 from .config import Config
 from .engine import ClientInput, RoundResult
-from .errors import FedkitError
+from .errors import ConfigError, FedkitError
 from .federation import Federation, FedState, Round
 from .history import History, replacing
 
@@ -38,6 +38,25 @@ def seen_configs() -> dict[str, Config]:
 
 def default_cache() -> Path:
     return Path(os.environ.get("FEDKIT_CACHE", Path.home() / ".cache" / "fedkit" / "runs"))
+
+
+def cached_devices() -> list[str]:
+    """$FEDKIT_CACHED_ON: the other devices whose finished runs count as this config's (``fedkit figures
+    --cached-on``), e.g. a campaign trained on a GPU and rendered on a laptop."""
+    devices = [d.strip() for d in os.environ.get("FEDKIT_CACHED_ON", "").split(",") if d.strip()]
+    for d in devices:
+        if d.split(":")[0] not in ("cpu", "cuda", "mps"):
+            raise ConfigError(f"FEDKIT_CACHED_ON names device {d!r}; expected cpu, cuda[:N] or mps")
+    return devices
+
+
+def _finished_elsewhere(cfg: Config, root: Path | None) -> Config | None:
+    """The config as run on a device of ``cached_devices()`` whose finished run is in the cache, when ``cfg``'s
+    own is not (the history and the figure's provenance then name the device that trained it)."""
+    if root is None or (root / cfg.key() / "meta.json").exists():
+        return None
+    return next((c for d in cached_devices() if (root / (c := cfg.replace(device=d)).key() / "meta.json").exists()),
+                None)
 
 
 def run(cfg: Config, *, cache: str | Path | bool | None = None, progress: bool = True,
@@ -59,9 +78,11 @@ class Run:
     from ``state`` on (``record``, True once the run must stop) and ``finish``."""
 
     def __init__(self, cfg: Config, *, cache=None, progress: bool = True, callbacks=()):
+        root = None if cache is False else Path(default_cache() if cache in (None, True) else cache)
+        cfg = _finished_elsewhere(cfg, root) or cfg
         self.cfg, self.callbacks, self.history = cfg, callbacks, None
         SEEN[cfg.key()] = cfg
-        self.run_dir = None if cache is False else Path(default_cache() if cache in (None, True) else cache) / cfg.key()
+        self.run_dir = None if root is None else root / cfg.key()
         if self.run_dir is not None and (self.run_dir / "meta.json").exists():
             try:
                 self.history = History.load(self.run_dir)

@@ -169,3 +169,10 @@ def test_partition_refuses_bad_values_in_one_line(argv, message, capsys):
     err = capsys.readouterr().err
     assert status == 2 and err.startswith("fedkit: error: ") and err.count("\n") == 1
     assert re.search(message, err), err
+
+
+def test_figures_cached_on_names_an_unknown_device_before_any_notebook_runs(monkeypatch, capsys):
+    monkeypatch.setenv("FEDKIT_CACHED_ON", "")  # main sets it: the test's end restores it
+    monkeypatch.setattr("fedkit.figures.run_notebooks", lambda *a, **k: pytest.fail("a notebook ran"))
+    assert main(["figures", "notebooks/taco/table6_ablation.ipynb", "--cached-on", "cuda", "--cached-on", "gpu"]) == 2
+    assert "'gpu'" in capsys.readouterr().err

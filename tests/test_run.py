@@ -262,3 +262,36 @@ def test_fedkit_cache_lists_entries_and_cleans_what_was_set_aside(tmp_path, caps
     assert not aside.exists() and not (tmp_path / unfinished.key() / "checkpoint.prev.pt.corrupt").exists()
     assert (tmp_path / finished.key() / "meta.json").exists() and (tmp_path / unfinished.key()).exists()
     assert capsys.readouterr().out.splitlines()[-1] == f"2 set-aside item(s) under {tmp_path}"
+
+
+def test_a_run_finished_on_another_named_device_is_read_from_the_cache(tmp_path, monkeypatch):
+    from fedkit.runner import Run, seen_configs
+    cpu = digits_config(rounds=2)
+    trained = run(cpu, cache=tmp_path, progress=False)
+    gpu = cpu.replace(device="cuda")  # never trained here: this machine has no GPU
+    monkeypatch.setenv("FEDKIT_CACHED_ON", "mps, cpu")
+    r = Run(gpu, cache=tmp_path, progress=False)
+    assert r.cfg == cpu and r.history is not None  # the history names the device that trained it
+    assert cpu.key() in seen_configs() and gpu.key() not in seen_configs()
+    pd.testing.assert_frame_equal(r.finish().rounds, trained.rounds, check_exact=True)
+
+
+def test_another_devices_unfinished_run_is_not_taken_and_its_own_resumes(tmp_path, monkeypatch, capsys):
+    cfg = digits_config(rounds=4)
+
+    def kill_at_round_2(record, w):
+        if record["round"] == 2:
+            raise Killed
+
+    with pytest.raises(Killed):
+        run(cfg, cache=tmp_path, progress=False, callbacks=(kill_at_round_2,))
+    monkeypatch.setenv("FEDKIT_CACHED_ON", "cuda")  # nothing there: the CPU run resumes as before
+    resumed = run(cfg, cache=tmp_path, progress=False)
+    assert "resumes from its checkpoint after round 2" in capsys.readouterr().err
+    pd.testing.assert_frame_equal(results(resumed), results(run(cfg, cache=False, progress=False)), check_exact=True)
+
+
+def test_an_unknown_cached_on_device_is_named(tmp_path, monkeypatch):
+    monkeypatch.setenv("FEDKIT_CACHED_ON", "cpu,tpu")
+    with pytest.raises(ConfigError, match="'tpu'"):
+        run(digits_config(rounds=1), cache=tmp_path, progress=False)
