@@ -2,13 +2,16 @@
 # One lent-GPU job of the paper-scale campaign (issue 29): TACO's step clock alone on the GPU for the data sets in
 # CLOCK (none if empty), then the listed runs of NOTEBOOKS (priority order; MATCH: only the runs whose
 # '<paper>/<notebook>/<label>' matches) into the run cache with --precompute until MINUTES, then the cache packed for
-# the next machine, then the paper-scale plan with GPU-measured probes. Needs FEDKIT_DATA; writes into OUT.
+# the next machine, then the paper-scale plan with GPU-measured probes. Needs FEDKIT_DATA; writes into OUT. Cache
+# entries carried as .gpu/cache (an earlier job's cache_ckpt unpacked) resume where that job stopped.
 #   OUT=/tmp/out CLOCK=fmnist MINUTES=6.5 WORKERS=6 benchmarks/gpu_campaign.sh \
 #     notebooks/taco/table5_fig2_fig4_fig5_label_groups.ipynb ...
 set -uo pipefail
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1
 export FEDKIT_CACHE="${FEDKIT_CACHE:-/tmp/fedkit-cache}"
 mkdir -p "$OUT" "$FEDKIT_CACHE"
+# an earlier machine's cache entries (checkpoints of runs cut off at its deadline), carried as .gpu/cache, resume here
+[ -d .gpu/cache ] && cp -rn .gpu/cache/. "$FEDKIT_CACHE"/
 { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; python3 -c "import torch; print(torch.__version__)"; nproc; } 2>&1
 DEVICE="${DEVICE:-cuda}"
 if [ -n "${CLOCK:-}" ]; then
