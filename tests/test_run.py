@@ -276,7 +276,9 @@ def test_a_run_finished_on_another_named_device_is_read_from_the_cache(tmp_path,
     pd.testing.assert_frame_equal(r.finish().rounds, trained.rounds, check_exact=True)
 
 
-def test_another_devices_unfinished_run_is_not_taken_and_its_own_resumes(tmp_path, monkeypatch, capsys):
+def test_only_a_finished_run_counts_for_another_device_and_its_own_checkpoint_still_resumes(tmp_path, monkeypatch,
+                                                                                           capsys):
+    from fedkit.runner import _finished_elsewhere
     cfg = digits_config(rounds=4)
 
     def kill_at_round_2(record, w):
@@ -285,10 +287,14 @@ def test_another_devices_unfinished_run_is_not_taken_and_its_own_resumes(tmp_pat
 
     with pytest.raises(Killed):
         run(cfg, cache=tmp_path, progress=False, callbacks=(kill_at_round_2,))
+    monkeypatch.setenv("FEDKIT_CACHED_ON", "cpu")
+    assert _finished_elsewhere(cfg.replace(device="cuda"), tmp_path) is None  # a checkpoint is not a result
     monkeypatch.setenv("FEDKIT_CACHED_ON", "cuda")  # nothing there: the CPU run resumes as before
     resumed = run(cfg, cache=tmp_path, progress=False)
     assert "resumes from its checkpoint after round 2" in capsys.readouterr().err
     pd.testing.assert_frame_equal(results(resumed), results(run(cfg, cache=False, progress=False)), check_exact=True)
+    monkeypatch.setenv("FEDKIT_CACHED_ON", "cpu")
+    assert _finished_elsewhere(cfg.replace(device="cuda"), tmp_path) == cfg  # finished now
 
 
 def test_an_unknown_cached_on_device_is_named(tmp_path, monkeypatch):
