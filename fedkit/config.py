@@ -131,6 +131,11 @@ def _unknown_fields_named(init):
 Config.__init__ = _unknown_fields_named(Config.__init__)
 
 
+def is_device(name) -> bool:
+    """Whether ``name`` names a device fedkit runs on: 'cpu', 'cuda', 'cuda:N' or 'mps'."""
+    return isinstance(name, str) and name.split(":")[0] in ("cpu", "cuda", "mps")
+
+
 def _validate(c: Config) -> None:
     from .algorithms import ALGORITHMS
     from .data import DATASETS, PARTITIONS
@@ -185,8 +190,7 @@ def _validate(c: Config) -> None:
     need(isinstance(c.compile, bool), "compile", "must be True or False")
     need(not (c.compile and c.engine == "sequential"), "compile", "needs engine 'vectorized' or 'auto', "
          "not 'sequential' (it compiles the stacked clients' gradient)")
-    need(isinstance(c.device, str) and c.device.split(":")[0] in ("cpu", "cuda", "mps"), "device",
-         "must be 'cpu', 'cuda', 'cuda:N' or 'mps'")
+    need(is_device(c.device), "device", "must be 'cpu', 'cuda', 'cuda:N' or 'mps'")
     # Building the algorithm (with the optimizer and schedule) and the threat checks every hyper-parameter and
     # every combination with the run's settings.
     c.build_algorithm()

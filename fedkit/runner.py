@@ -21,7 +21,7 @@ import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
-from .config import Config
+from .config import Config, is_device
 from .engine import ClientInput, RoundResult
 from .errors import ConfigError, FedkitError
 from .federation import Federation, FedState, Round
@@ -45,7 +45,7 @@ def cached_devices() -> list[str]:
     --cached-on``), e.g. a campaign trained on a GPU and rendered on a laptop."""
     devices = [d.strip() for d in os.environ.get("FEDKIT_CACHED_ON", "").split(",") if d.strip()]
     for d in devices:
-        if d.split(":")[0] not in ("cpu", "cuda", "mps"):
+        if not is_device(d):
             raise ConfigError(f"FEDKIT_CACHED_ON names device {d!r}; expected cpu, cuda[:N] or mps")
     return devices
 
