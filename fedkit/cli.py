@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import re
 import sys
 import typing
 from pathlib import Path
@@ -108,6 +109,14 @@ def _notebook_parameter(text: str) -> tuple[str, object]:
         return name, read_yaml(value, f"{name}: {value!r}")
     except ConfigError as err:
         raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def _regex(text: str) -> str:
+    try:
+        re.compile(text)
+    except re.error as err:
+        raise argparse.ArgumentTypeError(f"not a regular expression: {text!r} ({err})") from None
+    return text
 
 
 def _positive_int(text: str) -> int:
@@ -321,7 +330,7 @@ def cmd_plan(args) -> int:
     if args.param:
         raise ConfigError("--plan lists the notebooks' runs with their default parameters; drop -p/--param")
     start = time.perf_counter()
-    plans, planner = make_plan(args.notebooks, args.scale, seed=args.seed, device=args.device)
+    plans, planner = make_plan(args.notebooks, args.scale, seed=args.seed, device=args.device, match=args.match)
     print_plan(plans, planner, args.scale, time.perf_counter() - start)
     return 0
 
@@ -441,8 +450,9 @@ def parser() -> argparse.ArgumentParser:
                    help="a further notebook parameter, its value read as YAML (repeatable), "
                         "e.g. -p stand_in=fashion_mnist")
     p.add_argument("--plan", action="store_true",
-                   help="run nothing: print each notebook's runs, seeds, rounds, data (present or missing), engine "
-                        "and the device minutes predicted from measured local steps")
+                   help="run nothing: print each notebook's runs, seeds, rounds, data (present or missing), engine, "
+                        "how many the run cache holds finished or part-way, and the device minutes left, predicted "
+                        "from measured local steps")
     p.add_argument("--precompute", action="store_true",
                    help="render nothing: train the notebooks' listed runs into the run cache, each config's seeds in "
                         "one stack, --workers configs at once, then stop (the notebooks read the cache)")
@@ -450,8 +460,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--minutes", type=_positive_float, default=None,
                    help="--precompute: start no run, and continue none past a round, after this many minutes "
                         "(a run cut off keeps its checkpoint)")
-    p.add_argument("--match", default=None, metavar="REGEX",
-                   help="--precompute: only the runs whose '<paper>/<notebook>/<label>' matches")
+    p.add_argument("--match", type=_regex, default=None, metavar="REGEX",
+                   help="--precompute, --plan: only the runs whose '<paper>/<notebook>/<label>' matches")
     p.add_argument("--log", type=Path, default=None, metavar="CSV", help="--precompute: append a row per group")
     p = sub.add_parser("ledger", help="decide every paper claim from the committed CSVs; write figures/ledger.csv "
                                       "and REPRODUCTION.md's tables",

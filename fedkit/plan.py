@@ -1,7 +1,7 @@
 """The plan of a notebook batch (``fedkit figures --plan``), made before anything trains: per notebook, the runs its
 paper module lists (``fedkit.papers.<paper>.runs``), their seeds and rounds, whether their data is under the data
-root (checked without downloading), the engine "auto" picks on the target device, and the device minutes predicted from
-measured local steps (``fedkit.probe``)."""
+root (checked without downloading), the engine "auto" picks on the target device, how far the run cache already holds
+them, and the device minutes left, predicted from measured local steps (``fedkit.probe``)."""
 from __future__ import annotations
 
 import contextlib
@@ -9,6 +9,7 @@ import importlib
 import json
 import math
 import os
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,8 +31,10 @@ class NotebookPlan:
     missing: dict[str, str] = field(default_factory=dict)  # data set -> why it is missing
     unfit: dict[str, str] = field(default_factory=dict)  # data set -> why a run cannot train on the data here
     engines: set[str] = field(default_factory=set)  # what "auto" picks on the target device (runs with data)
-    minutes: float = 0.0  # predicted for the runs whose data is present
+    minutes: float = 0.0  # predicted for the rounds left of the runs whose data is present
     unpredicted: int = 0  # runs whose data is missing
+    finished: int = 0  # runs the cache holds finished (on the target device or one of ``runner.cached_devices()``)
+    part_way: int = 0  # runs the cache holds a checkpoint of: their rounds left are counted
 
 
 def listed_runs(notebook: Path, scale: str, seed: int = 0, device: str = "cpu") -> tuple[dict[str, Config] | None, str]:
@@ -42,6 +45,17 @@ def listed_runs(notebook: Path, scale: str, seed: int = 0, device: str = "cpu") 
     except ModuleNotFoundError:
         return None, f"no paper module fedkit.papers.{notebook.parent.name}: its runs are not listed"
     return module.runs(notebook.stem, scale, seed=seed, device=device), module.NOTES.get(notebook.stem, "")
+
+
+def matching_runs(notebook: Path, scale: str, seed: int = 0, device: str = "cpu",
+                  match: str | None = None) -> tuple[dict[str, Config] | None, str]:
+    """``listed_runs`` keyed "<paper>/<notebook>/<label>", only those whose name matches the regular expression
+    ``match`` (None: all), e.g. one GPU job's share."""
+    runs, note = listed_runs(notebook, scale, seed, device)
+    if runs is None:
+        return None, note
+    names = {f"{notebook.parent.name}/{notebook.stem}/{label}": cfg for label, cfg in runs.items()}
+    return {n: c for n, c in names.items() if match is None or re.search(match, n)}, note
 
 
 @contextlib.contextmanager
@@ -124,10 +138,17 @@ class Planner:
         samples = len(load_dataset(cfg.dataset, **cfg.dataset_args).y_train) / cfg.num_clients
         return cfg.local_epochs * math.ceil(samples / cfg.batch_size)
 
-    def notebook(self, notebook: Path, scale: str, seed: int) -> NotebookPlan:
-        runs, note = listed_runs(notebook, scale, seed, self.target)
+    def notebook(self, notebook: Path, scale: str, seed: int, match: str | None = None) -> NotebookPlan:
+        from .runner import rounds_left
+
+        runs, note = matching_runs(notebook, scale, seed, self.target, match)
         out = NotebookPlan(notebook, runs, note)
         for cfg in {c.key(): c for c in (runs or {}).values()}.values():
+            left = rounds_left(cfg)
+            if left == 0:
+                out.finished += 1
+                continue
+            out.part_way += left < cfg.rounds
             why = self.missing(cfg)
             if why is not None:
                 out.missing[cfg.dataset] = why
@@ -135,7 +156,7 @@ class Planner:
                 continue
             try:
                 engine = self.engine(cfg)
-                out.minutes += self.minutes(cfg, engine)
+                out.minutes += self.minutes(cfg, engine) * left / cfg.rounds
             except FedkitError as err:  # e.g. a partition the data here cannot hold (a sample of the paper's set)
                 out.unfit[cfg.dataset] = " ".join(str(err).splitlines())
                 out.unpredicted += 1
@@ -144,12 +165,14 @@ class Planner:
         return out
 
 
-def make_plan(notebooks, scale: str, seed: int = 0, device: str = "cpu") -> tuple[list[NotebookPlan], Planner]:
-    """The plan of each notebook (paths, or folders of them, as ``fedkit figures`` takes them) at ``scale``."""
+def make_plan(notebooks, scale: str, seed: int = 0, device: str = "cpu",
+              match: str | None = None) -> tuple[list[NotebookPlan], Planner]:
+    """The plan of each notebook (paths, or folders of them, as ``fedkit figures`` takes them) at ``scale``, of its
+    runs whose "<paper>/<notebook>/<label>" matches ``match`` (None: all)."""
     from .figures import find_notebooks
 
     planner = Planner(device)
-    return [planner.notebook(n, scale, seed) for n in find_notebooks(notebooks)], planner
+    return [planner.notebook(n, scale, seed, match) for n in find_notebooks(notebooks)], planner
 
 
 def _name(notebook: Path) -> str:
@@ -161,13 +184,18 @@ def _span(values) -> str:
     return "-" if not values else str(values[0]) if len(values) == 1 else f"{values[0]}–{values[-1]}"
 
 
+def _cached(p: NotebookPlan) -> str:
+    parts = [f"{p.finished} done"] * bool(p.finished) + [f"{p.part_way} part-way"] * bool(p.part_way)
+    return ", ".join(parts) or "-"
+
+
 def print_plan(plans: list[NotebookPlan], planner: Planner, scale: str, seconds: float, file=None) -> None:
     """The plan as a table (one row per notebook), its notes, what data is missing, and where the minutes come from."""
     rows = [("notebook", "runs", "seeds", "rounds", "data (MISSING; UNFIT: here, but cannot hold the runs)",
-             f"engine on {planner.target}", "minutes")]
+             f"engine on {planner.target}", "in the cache", "minutes left")]
     for p in plans:
         if p.runs is None:
-            rows.append((_name(p.notebook), "?", "", "", "", "", ""))
+            rows.append((_name(p.notebook), "?", "", "", "", "", "", ""))
             continue
         configs = {c.key(): c for c in p.runs.values()}.values()
         data = sorted({c.dataset for c in configs} - set(p.missing) - set(p.unfit)) + \
@@ -175,10 +203,10 @@ def print_plan(plans: list[NotebookPlan], planner: Planner, scale: str, seconds:
         minutes = f"{p.minutes:.1f}" + (f" + {p.unpredicted} runs not predicted" if p.unpredicted else "")
         rows.append((_name(p.notebook), str(len(configs)), str(len({c.seed for c in configs}) or "-"),
                      _span(c.rounds for c in configs), ", ".join(data) or "-", "+".join(sorted(p.engines)) or "-",
-                     minutes if configs else "-"))
-    width = [max(len(row[i]) for row in rows) for i in range(6)]
+                     _cached(p), minutes if configs else "-"))
+    width = [max(len(row[i]) for row in rows) for i in range(7)]
     for row in rows:
-        print("  ".join(f"{cell:<{w}}" for cell, w in zip(row, width)) + f"  {row[6]}", file=file)
+        print("  ".join(f"{cell:<{w}}" for cell, w in zip(row, width)) + f"  {row[7]}", file=file)
     print(file=file)
     for p in plans:
         if p.note or p.runs is None:
@@ -193,10 +221,12 @@ def print_plan(plans: list[NotebookPlan], planner: Planner, scale: str, seconds:
     where = planner.probe_device
     if where != planner.target:
         where += f" (no CUDA device here: these are CPU minutes, not {planner.target} minutes)"
-    print(f"\n{scale} scale: {sum(len({c.key() for c in p.runs.values()}) for p in plans if p.runs)} runs, "
-          f"{total:.1f} predicted minutes for those with data ({unpredicted} on missing or unfit data: none)",
+    print(f"\n{scale} scale: {sum(len({c.key() for c in p.runs.values()}) for p in plans if p.runs)} runs "
+          f"({sum(p.finished for p in plans)} finished in the cache, {sum(p.part_way for p in plans)} part-way), "
+          f"{total:.1f} predicted minutes left for those with data ({unpredicted} on missing or unfit data: none)",
           file=file)
-    print(f"minutes: local training only (no evaluation, cache hits not subtracted, seeds counted one by one), "
+    print(f"minutes: local training only (no evaluation, a run finished in the cache counted 0 and a part-way one by "
+          f"its rounds left, seeds counted one by one), "
           f"extrapolated as rounds × local steps × clients per round from {len(planner.steps)} probes of FedAvg's "
           f"local steps per (data, model, batch, optimizer, engine, clients) measured on {where}; probes "
           f"{planner.probe_seconds:.0f} s, plan {seconds:.0f} s", file=file)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import csv
 import multiprocessing
 import os
-import re
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -54,16 +53,12 @@ def listed_groups(notebooks, scale: str, device: str, seed: int = 0, match: str 
     (a regular expression; None: all), grouped by config up to the seed, in listing order with the '?' groups last;
     and, by data set, why the runs on data that is not here were left out."""
     from .figures import find_notebooks
-    from .plan import Planner, listed_runs
+    from .plan import Planner, matching_runs
 
     planner, groups, skipped = Planner(device), {}, {}
-    pattern = re.compile(match) if match else None
     for notebook in find_notebooks(notebooks):
-        runs, _ = listed_runs(notebook, scale, seed, device)
-        for label, cfg in (runs or {}).items():
-            name = f"{notebook.parent.name}/{notebook.stem}/{label}"
-            if pattern is not None and not pattern.search(name):
-                continue
+        runs, _ = matching_runs(notebook, scale, seed, device, match)
+        for name, cfg in (runs or {}).items():
             why = planner.missing(cfg)
             if why is not None:
                 skipped[cfg.dataset] = why

@@ -59,6 +59,20 @@ def _finished_elsewhere(cfg: Config, root: Path | None) -> Config | None:
                 None)
 
 
+def rounds_left(cfg: Config, cache: str | Path | None = None) -> int:
+    """How many of ``cfg``'s rounds its run would still train, read from the cache without changing it: none once it
+    finished (here, or on a device of ``cached_devices()``), those after its newest readable checkpoint, or all."""
+    root = Path(cache or default_cache())
+    if (root / cfg.key() / "meta.json").exists() or _finished_elsewhere(cfg, root) is not None:
+        return 0
+    for path in (root / cfg.key() / name for name in CHECKPOINTS):
+        try:
+            return cfg.rounds - _read_checkpoint(path)["state"]["t"]
+        except Exception:  # absent or unreadable: the run would go on from the next one, or from round 1
+            continue
+    return cfg.rounds
+
+
 def run(cfg: Config, *, cache: str | Path | bool | None = None, progress: bool = True,
         callbacks: tuple[Callable[[dict, torch.Tensor], None], ...] = ()) -> History:
     """Train ``cfg`` and return its History.
@@ -271,16 +285,19 @@ def _save_checkpoint(run_dir: Path, payload: dict, cfg: Config) -> None:
             os.replace(current, previous)  # the previous checkpoint stays until the new one is in place
 
 
+def _read_checkpoint(path: Path) -> dict:
+    digest, _, data = path.read_bytes().partition(b"\n")
+    if hashlib.sha256(data).hexdigest().encode() != digest:
+        raise ValueError("its checksum does not match its contents")
+    return torch.load(io.BytesIO(data), weights_only=False)
+
+
 def _load_checkpoint(run_dir: Path) -> dict | None:
     for path in (run_dir / name for name in CHECKPOINTS):
         if not path.exists():
             continue
-        raw = path.read_bytes()
-        digest, _, data = raw.partition(b"\n")
         try:
-            if hashlib.sha256(data).hexdigest().encode() != digest:
-                raise ValueError("its checksum does not match its contents")
-            return torch.load(io.BytesIO(data), weights_only=False)
+            return _read_checkpoint(path)
         except Exception as err:  # any unreadable checkpoint: set it aside, never block the rerun
             corrupt = path.with_name(path.name + ".corrupt")
             os.replace(path, corrupt)

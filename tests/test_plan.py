@@ -8,7 +8,7 @@ from fedkit import Config, run
 from fedkit.cli import main
 from fedkit.errors import ConfigError
 from fedkit.papers import drag
-from fedkit.plan import make_plan
+from fedkit.plan import Planner, make_plan
 from fedkit.probe import calibrate_step_seconds, round_seconds
 from fedkit.runner import LINK_UNIT
 
@@ -44,6 +44,33 @@ def test_plan_lists_the_runs_their_data_engine_and_measured_minutes():
     assert planner.probe_device == "cpu"
 
 
+def test_plan_subtracts_what_the_run_cache_holds(tmp_path, monkeypatch):
+    monkeypatch.setenv("FEDKIT_CACHE", str(tmp_path))
+    planner = Planner("cpu")
+    before = planner.notebook(DRIFT, "ci", 0)
+    assert before.finished == before.part_way == 0
+    runs = drag.runs(DRIFT.stem, "ci")
+    finished, part_way = runs["fig3a/FedAvg/seed 0"], runs["fig3a/DRAG/seed 0"]
+    run(finished, progress=False)
+
+    class Stopped(Exception):
+        pass
+
+    def stop_after_round_1(record, w):
+        raise Stopped
+
+    with pytest.raises(Stopped):
+        run(part_way, progress=False, callbacks=(stop_after_round_1,))
+    after = planner.notebook(DRIFT, "ci", 0)  # the same planner: its probes are not measured again
+    assert (after.finished, after.part_way) == (1, 1)
+    engine = next(iter(before.engines))
+    saved = planner.minutes(finished, engine) + planner.minutes(part_way, engine) / part_way.rounds
+    assert after.minutes == pytest.approx(before.minutes - saved)
+    only = planner.notebook(DRIFT, "ci", 0, match="fig3a/FedAvg")
+    assert list(only.runs) == ["drag/fig3_emnist_client_drift/fig3a/FedAvg/seed 0"] and only.finished == 1
+    assert only.minutes == 0
+
+
 def test_plan_names_missing_data_without_downloading(tmp_path, monkeypatch):
     monkeypatch.setenv("FEDKIT_DATA", str(tmp_path))  # an empty data root
     monkeypatch.setenv("FEDKIT_DOWNLOAD", "1")  # the plan downloads nothing, even where allowed
@@ -62,6 +89,17 @@ def test_figures_plan_prints_a_row_per_notebook_and_where_it_measured(capsys):
     assert out[2].split() == ["teaching/02_client_drift", "?"]
     assert "note teaching/02_client_drift: no paper module fedkit.papers.teaching: its runs are not listed" in out
     assert any(line.startswith("minutes: local training only") and "measured on cpu" in line for line in out)
+
+
+def test_figures_plan_takes_match_and_refuses_a_bad_one(capsys):
+    assert main(["figures", str(DRIFT), "--scale", "ci", "--plan", "--match", "fig3b/(FedAvg|DRAG)/"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[1].split()[:2] == ["drag/fig3_emnist_client_drift", "2"]
+    try:
+        status = main(["figures", str(DRIFT), "--plan", "--match", "fig3(a"])
+    except SystemExit as exit:  # argparse's usage errors
+        status = exit.code
+    assert status == 2 and "argument --match: not a regular expression: 'fig3(a'" in capsys.readouterr().err
 
 
 def test_figures_plan_refuses_notebook_parameters(capsys):

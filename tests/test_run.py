@@ -301,3 +301,31 @@ def test_an_unknown_cached_on_device_is_named(tmp_path, monkeypatch):
     monkeypatch.setenv("FEDKIT_CACHED_ON", "cpu,tpu")
     with pytest.raises(ConfigError, match="'tpu'"):
         run(digits_config(rounds=1), cache=tmp_path, progress=False)
+
+
+def test_rounds_left_reads_the_cache_without_changing_it(tmp_path, monkeypatch):
+    from fedkit.runner import rounds_left
+    cfg = digits_config(rounds=4)
+    assert rounds_left(cfg, tmp_path) == 4  # nothing cached
+
+    def kill_at_round_3(record, w):
+        if record["round"] == 3:
+            raise Killed
+
+    with pytest.raises(Killed):
+        run(cfg, cache=tmp_path, progress=False, callbacks=(kill_at_round_3,))
+    entry = tmp_path / cfg.key()
+    assert rounds_left(cfg, tmp_path) == 1  # the newest checkpoint: round 3
+    newest = (entry / "checkpoint.pt").read_bytes()
+    (entry / "checkpoint.pt").write_bytes(newest[:-7])  # cut short: the previous checkpoint (round 2) counts
+    before = sorted(p.name for p in entry.iterdir())
+    assert rounds_left(cfg, tmp_path) == 2
+    assert sorted(p.name for p in entry.iterdir()) == before  # nothing set aside: the run itself does that
+    with pytest.warns(UserWarning, match="checkpoint.pt is corrupt"):
+        run(cfg, cache=tmp_path, progress=False)
+    assert rounds_left(cfg, tmp_path) == 0
+    gpu = cfg.replace(device="cuda")
+    monkeypatch.setenv("FEDKIT_CACHED_ON", "")
+    assert rounds_left(gpu, tmp_path) == 4
+    monkeypatch.setenv("FEDKIT_CACHED_ON", "cpu")
+    assert rounds_left(gpu, tmp_path) == 0  # finished on a named device: nothing left for the GPU
