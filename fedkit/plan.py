@@ -84,6 +84,7 @@ class Planner:
         self.probe_device = device if cuda_here or not device.startswith("cuda") else "cpu"
         self.data, self.steps = {}, {}
         self.probe_seconds = 0.0
+        self.load = 0.0  # the highest 1-minute load average seen when a probe started
 
     def missing(self, cfg: Config) -> str | None:
         """Why ``cfg``'s data (or its tokenizer or frozen weights) is not here, or None: it loads."""
@@ -122,6 +123,7 @@ class Planner:
             probe = cfg.replace(device=self.probe_device, engine=engine, compile=False, algorithm="fedavg",
                                 algorithm_args={}, threat=None, threat_args={}, rounds=2, local_steps=PROBE_STEPS,
                                 local_epochs=None, clients_per_round=clients, stop_accuracy=None, snapshots=0)
+            self.load = max(self.load, os.getloadavg()[0])
             start = time.perf_counter()
             seconds, steps = round_seconds(probe, 2)[1]
             self.probe_seconds += time.perf_counter() - start
@@ -229,4 +231,5 @@ def print_plan(plans: list[NotebookPlan], planner: Planner, scale: str, seconds:
           f"its rounds left, seeds counted one by one), "
           f"extrapolated as rounds × local steps × clients per round from {len(planner.steps)} probes of FedAvg's "
           f"local steps per (data, model, batch, optimizer, engine, clients) measured on {where}; probes "
-          f"{planner.probe_seconds:.0f} s, plan {seconds:.0f} s", file=file)
+          f"{planner.probe_seconds:.0f} s, plan {seconds:.0f} s; load average up to {planner.load:.1f} on "
+          f"{os.cpu_count()} cores as they started (other work slows the probes: the minutes rise with it)", file=file)

@@ -1,5 +1,6 @@
 """The paper-scale plan (fedkit figures --plan) and the measured step behind it and behind the simulated clock."""
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -88,7 +89,8 @@ def test_figures_plan_prints_a_row_per_notebook_and_where_it_measured(capsys):
     assert out[1].split()[:5] == ["drag/fig3_emnist_client_drift", "12", "1", "4", "mnist_5k"]
     assert out[2].split() == ["teaching/02_client_drift", "?"]
     assert "note teaching/02_client_drift: no paper module fedkit.papers.teaching: its runs are not listed" in out
-    assert any(line.startswith("minutes: local training only") and "measured on cpu" in line for line in out)
+    assert any(line.startswith("minutes: local training only") and "measured on cpu" in line
+               and re.search(r"load average up to \d+\.\d on \d+ cores", line) for line in out)
 
 
 def test_figures_plan_takes_match_and_refuses_a_bad_one(capsys):
