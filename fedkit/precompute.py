@@ -75,12 +75,12 @@ def _train(configs: list[dict], deadline: float, threads: int, parent: int | Non
     """One group in a worker process: train its seeds together; report how it ended."""
     import torch
 
-    from .runner import default_cache, run_together
+    from .runner import default_cache, finished_run, run_together
 
     torch.set_num_threads(threads)
     cfgs = [Config.from_dict(c) for c in configs]
     start = time.time()
-    cached = all((default_cache() / c.key() / "meta.json").exists() for c in cfgs)
+    cached = all(finished_run(c, default_cache()) is not None for c in cfgs)
     if start > deadline and not cached:
         return {"status": "not started (deadline)", "seconds": 0.0}
     watched = parent if parent != os.getpid() else None  # run in the precompute's own process: nothing to watch

@@ -50,20 +50,20 @@ def cached_devices() -> list[str]:
     return devices
 
 
-def _finished_elsewhere(cfg: Config, root: Path | None) -> Config | None:
-    """The config as run on a device of ``cached_devices()`` whose finished run is in the cache, when ``cfg``'s
-    own is not (the history and the figure's provenance then name the device that trained it)."""
-    if root is None or (root / cfg.key() / "meta.json").exists():
+def finished_run(cfg: Config, root: Path | None) -> Config | None:
+    """The config whose finished run in the cache stands for ``cfg``'s: its own, else the one run on a device of
+    ``cached_devices()`` (the history and the figure's provenance then name the device that trained it), else None."""
+    if root is None:
         return None
-    return next((c for d in cached_devices() if (root / (c := cfg.replace(device=d)).key() / "meta.json").exists()),
-                None)
+    return next((c for c in (cfg, *(cfg.replace(device=d) for d in cached_devices()))
+                 if (root / c.key() / "meta.json").exists()), None)
 
 
 def rounds_left(cfg: Config, cache: str | Path | None = None) -> int:
     """How many of ``cfg``'s rounds its run would still train, read from the cache without changing it: none once it
     finished (here, or on a device of ``cached_devices()``), those after its newest readable checkpoint, or all."""
     root = Path(cache or default_cache())
-    if (root / cfg.key() / "meta.json").exists() or _finished_elsewhere(cfg, root) is not None:
+    if finished_run(cfg, root) is not None:
         return 0
     for path in (root / cfg.key() / name for name in CHECKPOINTS):
         try:
@@ -93,7 +93,7 @@ class Run:
 
     def __init__(self, cfg: Config, *, cache=None, progress: bool = True, callbacks=()):
         root = None if cache is False else Path(default_cache() if cache in (None, True) else cache)
-        cfg = _finished_elsewhere(cfg, root) or cfg
+        cfg = finished_run(cfg, root) or cfg
         self.cfg, self.callbacks, self.history = cfg, callbacks, None
         SEEN[cfg.key()] = cfg
         self.run_dir = None if root is None else root / cfg.key()

@@ -278,7 +278,7 @@ def test_a_run_finished_on_another_named_device_is_read_from_the_cache(tmp_path,
 
 def test_only_a_finished_run_counts_for_another_device_and_its_own_checkpoint_still_resumes(tmp_path, monkeypatch,
                                                                                            capsys):
-    from fedkit.runner import _finished_elsewhere
+    from fedkit.runner import finished_run
     cfg = digits_config(rounds=4)
 
     def kill_at_round_2(record, w):
@@ -288,13 +288,13 @@ def test_only_a_finished_run_counts_for_another_device_and_its_own_checkpoint_st
     with pytest.raises(Killed):
         run(cfg, cache=tmp_path, progress=False, callbacks=(kill_at_round_2,))
     monkeypatch.setenv("FEDKIT_CACHED_ON", "cpu")
-    assert _finished_elsewhere(cfg.replace(device="cuda"), tmp_path) is None  # a checkpoint is not a result
+    assert finished_run(cfg.replace(device="cuda"), tmp_path) is None  # a checkpoint is not a result
     monkeypatch.setenv("FEDKIT_CACHED_ON", "cuda")  # nothing there: the CPU run resumes as before
     resumed = run(cfg, cache=tmp_path, progress=False)
     assert "resumes from its checkpoint after round 2" in capsys.readouterr().err
     pd.testing.assert_frame_equal(results(resumed), results(run(cfg, cache=False, progress=False)), check_exact=True)
     monkeypatch.setenv("FEDKIT_CACHED_ON", "cpu")
-    assert _finished_elsewhere(cfg.replace(device="cuda"), tmp_path) == cfg  # finished now
+    assert finished_run(cfg.replace(device="cuda"), tmp_path) == cfg  # finished now
 
 
 def test_an_unknown_cached_on_device_is_named(tmp_path, monkeypatch):
