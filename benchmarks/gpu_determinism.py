@@ -54,18 +54,24 @@ def main() -> None:
     rows, seen = [], set()
     for notebook in args.notebooks:
         runs, note = matching_runs(notebook, "paper", device=args.device, match=args.match)
+        if not runs:
+            print(f"{notebook}: no runs ({note or 'none match'})", flush=True)
         for name, cfg in (runs or {}).items():
             kind = (cfg.dataset, cfg.model, cfg.algorithm, cfg.engine)
             if kind in seen:
                 continue
             seen.add(kind)
-            cfg = cfg.replace(rounds=args.rounds)
-            row = {"run": name, "device": args.device, "rounds": args.rounds, "strict": _strict(cfg)}
-            for flag in (False, True):
-                (a, s1), (b, s2) = _train(cfg, flag), _train(cfg, flag)
-                row[f"equal_cudnn_det_{flag}"] = bool(torch.equal(a, b))
-                row[f"max_diff_cudnn_det_{flag}"] = float((a - b).abs().max())
-                row[f"seconds_cudnn_det_{flag}"] = round((s1 + s2) / 2, 2)
+            row = {"run": name, "device": args.device, "rounds": args.rounds}
+            try:  # one config that fails must not cost the others their rows (a GPU job is short)
+                cfg = cfg.replace(rounds=args.rounds)
+                row["strict"] = _strict(cfg)
+                for flag in (False, True):
+                    (a, s1), (b, s2) = _train(cfg, flag), _train(cfg, flag)
+                    row[f"equal_cudnn_det_{flag}"] = bool(torch.equal(a, b))
+                    row[f"max_diff_cudnn_det_{flag}"] = float((a - b).abs().max())
+                    row[f"seconds_cudnn_det_{flag}"] = round((s1 + s2) / 2, 2)
+            except Exception as err:  # noqa: BLE001 (recorded in the row)
+                row["error"] = f"{type(err).__name__}: {err}"[:300]
             print(row, flush=True)
             rows.append(row)
     pd.DataFrame(rows).to_csv(args.out, index=False)
