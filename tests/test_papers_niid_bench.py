@@ -31,6 +31,11 @@ def test_a_slice_keeps_the_order_of_the_full_listing_and_names_a_bad_value():
     assert part == [c for c in full if c[0] == "MNIST" and c[1] in ("#C=2", "Dir(0.5)")]
     assert len(part) == 2 * len(P.METHODS)
     assert P.cells("paper", partitions=["IID"]) == [c for c in full if c[1] == "IID"]
+    both = P.cells("paper", ["MNIST"], ["Dir(0.5)"], ["SCAFFOLD", "FedAvg"])  # SCAFFOLD: both placements
+    assert both == [("MNIST", "Dir(0.5)", "FedAvg", ""), ("MNIST", "Dir(0.5)", "SCAFFOLD", "after_step"),
+                    ("MNIST", "Dir(0.5)", "SCAFFOLD", "in_optimizer")]
+    with pytest.raises(ValueError, match="MOON"):
+        P.cells("paper", methods=["MOON"])
     with pytest.raises(ValueError, match="CIFAR-10"):
         P.cells("paper", ["CIFAR-10"])
     with pytest.raises(ValueError, match="IID"):  # ci has MNIST Dir(0.5) and #C=2 only
