@@ -197,7 +197,9 @@ def run_together(cfgs: list[Config], **run_args) -> list[History]:
     """Configs that differ only in their seed, trained in lockstep: each round the clients of every seed train in
     ONE call of the vectorized engine (a taller stack; its per-step overhead is paid once). Each seed keeps its own
     random streams, cache entry and checkpoints, and its history equals its own ``run``'s to float tolerance.
-    Configs the vectorized engine would not run, or whose data or frozen parameters differ, run one by one."""
+    Seeds that resume from checkpoints of different rounds train only the rounds behind until they are in step (a
+    stack shares one round's η_l and t). Configs the vectorized engine would not run, or whose data or frozen
+    parameters differ, run one by one."""
     runs = [Run(cfg, **run_args) for cfg in cfgs]
     live = [r for r in runs if r.history is None]
     if not _share_an_engine(live):
@@ -206,10 +208,17 @@ def run_together(cfgs: list[Config], **run_args) -> list[History]:
         return [r.finish() for r in runs]
     engine = live[0].fed.engine
     while live := [r for r in live if r.active]:
-        sent = [r.fed.send(r.state) for r in live]
+        behind = [r for r in live if r.state.t == min(q.state.t for q in live)]
+        sent = [r.fed.send(r.state) for r in behind]
         result = engine.train(_join([x.inputs for x in sent]), [p for x in sent for p in x.plans], {})
-        for r, x, part in zip(live, sent, _split(result, [len(x.plans) for x in sent])):
-            r.record(r.fed.receive(x, part))
+        stops = []
+        for r, x, part in zip(behind, sent, _split(result, [len(x.plans) for x in sent])):
+            try:
+                r.record(r.fed.receive(x, part))
+            except Exception as err:  # e.g. a callback's deadline: the other seeds still record (checkpoint) this round
+                stops.append(err)
+        if stops:
+            raise stops[0]
     return [r.finish() for r in runs]
 
 

@@ -100,3 +100,54 @@ def test_seeds_trained_together_equal_each_seed_alone(tmp_path, algorithm, steps
     for a, b in (alone[0], together[0]), (alone[2], together[2]):  # trained together (seed 1 came from the cache)
         np.testing.assert_allclose(a.weights.numpy(), b.weights.numpy(), rtol=1e-4, atol=1e-5)
     assert not together[0].rounds["test_accuracy"].equals(together[2].rounds["test_accuracy"])  # seeds differ
+
+
+class Stop(Exception):
+    pass
+
+
+def stop_after(rnd):
+    def check(record, w):
+        if record["round"] >= rnd:
+            raise Stop(f"after round {record['round']}")
+    return check
+
+
+def test_a_stop_in_one_seed_still_records_the_round_of_the_others(tmp_path, monkeypatch):
+    """A callback that stops seed 0 (a precompute deadline) must not cost seeds 1 and 2 the round they trained."""
+    import fedkit.runner as runner
+    from fedkit.runner import Run, rounds_left, run_together
+
+    cfgs = [Config(dataset="digits", partition="iid", partition_args={}, num_clients=4, model="mlp",
+                   model_args={"hidden": [8]}, rounds=4, local_steps=2, batch_size=16, lr=0.3, seed=s)
+            for s in (0, 1, 2)]
+
+    class FirstSeedStops(Run):
+        def __init__(self, cfg, **kw):
+            super().__init__(cfg, **kw, callbacks=(stop_after(2),) if cfg.seed == 0 else ())
+
+    monkeypatch.setattr(runner, "Run", FirstSeedStops)
+    with pytest.raises(Stop, match="after round 2"):
+        run_together(cfgs, cache=tmp_path, progress=False)
+    assert [rounds_left(cfg, tmp_path) for cfg in cfgs] == [2, 2, 2]
+
+
+def test_seeds_resumed_from_different_rounds_train_in_step_and_equal_their_own_runs(tmp_path):
+    """Seed 0 resumes after round 2, seeds 1 and 2 start at round 1: a joined stack would give them seed 0's η_l of
+    a later round (a step schedule halves it each round), so the rounds behind train first."""
+    from fedkit import run
+    from fedkit.runner import rounds_left, run_together
+
+    base = Config(dataset="digits", partition="dirichlet", partition_args={"phi": 0.5}, num_clients=6,
+                  clients_per_round=4, model="mlp", model_args={"hidden": [16]}, rounds=4, local_steps=3,
+                  batch_size=32, lr=0.2, lr_schedule="step", lr_schedule_args={"every": 1, "gamma": 0.5})
+    cfgs = [base.replace(seed=seed) for seed in (0, 1, 2)]
+    alone = [run(cfg, cache=False, progress=False) for cfg in cfgs]
+    with pytest.raises(Stop):
+        run(cfgs[0], cache=tmp_path, progress=False, callbacks=(stop_after(2),))
+    assert [rounds_left(cfg, tmp_path) for cfg in cfgs] == [2, 4, 4]
+    together = run_together(cfgs, cache=tmp_path, progress=False)
+    for a, b in zip(alone, together):
+        columns = ["round", "test_accuracy", "test_loss", "train_loss"]
+        pd.testing.assert_frame_equal(a.rounds[columns], b.rounds[columns], rtol=1e-4, atol=1e-5, check_dtype=False)
+        np.testing.assert_allclose(a.weights.numpy(), b.weights.numpy(), rtol=1e-4, atol=1e-5)
