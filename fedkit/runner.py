@@ -208,7 +208,8 @@ def run_together(cfgs: list[Config], **run_args) -> list[History]:
         return [r.finish() for r in runs]
     engine = live[0].fed.engine
     while live := [r for r in live if r.active]:
-        behind = [r for r in live if r.state.t == min(q.state.t for q in live)]
+        first = min(r.state.t for r in live)
+        behind = [r for r in live if r.state.t == first]
         sent = [r.fed.send(r.state) for r in behind]
         result = engine.train(_join([x.inputs for x in sent]), [p for x in sent for p in x.plans], {})
         stops = []
