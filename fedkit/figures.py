@@ -10,15 +10,18 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
-import subprocess
 import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import archive
+from .provenance import code_state
+
 SCALES = ("ci", "small", "paper")
 WRITTEN_LOG = "FEDKIT_FIGURES_LOG"  # file that save_figure appends the paths it writes to
+NOTEBOOK = "FEDKIT_NOTEBOOK"  # the notebook being rendered: its runs are archived under its name
 
 
 def repo_root() -> Path | None:
@@ -66,6 +69,10 @@ def save_table(data, paper: str, name: str, scale: str | None = None) -> Path:
     provenance = csv.with_suffix(".provenance.json")
     provenance.write_text(json.dumps(record_provenance(scale), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     _log_written([csv, provenance])
+    from .runner import finished_histories
+
+    archived = archive.write(csv.parent, os.environ.get(NOTEBOOK, name), finished_histories())
+    _log_written([archived] if archived else [])
     return csv
 
 
@@ -81,45 +88,32 @@ def _log_written(paths: list[Path]) -> None:
             log.writelines(f"{path.absolute()}\n" for path in paths)
 
 
-def _code_state() -> tuple[str | None, list[str]]:
-    """The commit of the fedkit checkout and its uncommitted changes under fedkit/ (none outside a checkout)."""
-    root = Path(__file__).resolve().parent.parent
-    changed = (_git(root, "status", "--porcelain", "--", "fedkit") or "").splitlines()
-    return _git(root, "rev-parse", "HEAD"), changed[:20]
-
-
 def record_provenance(scale: str) -> dict:
     """Where a figure's numbers came from: the fedkit commit when this module was imported, i.e. the code the notebook
     runs (and fedkit/'s uncommitted changes then, if any), the scale, torch's thread count, the seconds since fedkit
     was imported (about the notebook's wall time), and every run of this process by config key (algorithm files are
-    what the ledger checks for staleness)."""
+    what the ledger checks for staleness) with where and how long it trained (empty for a run trained before
+    histories recorded it)."""
     import torch
 
     from . import IMPORTED_AT
-    from .runner import seen_configs
+    from .runner import finished_histories, seen_configs
 
+    trained = {key: h.provenance for key, h in finished_histories().items()}
     runs = {key: {"algorithms": sorted({cfg.algorithm, *([cfg.algorithm_args["base"]]
                                                           if "base" in cfg.algorithm_args else [])}),
                   "dataset": cfg.dataset, "model": cfg.model, "seed": cfg.seed, "rounds": cfg.rounds,
-                  "device": cfg.device}
+                  "device": cfg.device, "trained": trained.get(key, {})}
             for key, cfg in seen_configs().items()}
     commit, uncommitted = CODE_STATE
-    return {"written": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "commit": commit, "uncommitted": uncommitted,
+    return {"written": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "commit": commit, "uncommitted": list(uncommitted),
             "scale": scale, "threads": torch.get_num_threads(), "torch": torch.__version__,
             "seconds": round(time.time() - IMPORTED_AT, 1),
             "seeds": sorted({run["seed"] for run in runs.values()}),
             "devices": sorted({run["device"] for run in runs.values()}), "runs": runs}
 
 
-def _git(root: Path, *args: str) -> str | None:
-    try:
-        done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return done.stdout.strip() if done.returncode == 0 else None
-
-
-CODE_STATE = _code_state()  # at import: a notebook imports this before its runs, so it names the code they ran
+CODE_STATE = code_state()  # at import: a notebook imports this before its runs, so it names the code they ran
 
 
 def find_notebooks(targets: list[str | Path]) -> list[Path]:
@@ -214,6 +208,7 @@ def _execute(notebook: Path, out: Path, parameters: dict) -> NotebookResult:
     with tempfile.TemporaryDirectory() as tmp:
         log = Path(tmp) / "written"
         os.environ[WRITTEN_LOG] = str(log)  # the kernel inherits it (one notebook at a time per process)
+        os.environ[NOTEBOOK] = notebook.stem
         scale_before = os.environ.get("FEDKIT_SCALE")
         os.environ["FEDKIT_SCALE"] = parameters["scale"]  # save_figure files paper-scale results apart
         start = time.perf_counter()
@@ -225,7 +220,7 @@ def _execute(notebook: Path, out: Path, parameters: dict) -> NotebookResult:
         except Exception as e:  # a notebook that cannot even start (bad JSON, no kernel) fails alone
             error = f"{type(e).__name__}: {_first_line(str(e))}"
         finally:
-            del os.environ[WRITTEN_LOG]
+            del os.environ[WRITTEN_LOG], os.environ[NOTEBOOK]
             if scale_before is None:
                 del os.environ["FEDKIT_SCALE"]
             else:

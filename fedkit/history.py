@@ -24,6 +24,7 @@ class History:
     ended_early: str | None = None  # why training stopped before the last round (e.g. every client expelled)
     weights: torch.Tensor | None = field(default=None, repr=False)  # final global model (flat)
     models: dict[int, torch.Tensor] = field(default_factory=dict, repr=False)  # round -> global model (snapshots)
+    provenance: dict = field(default_factory=dict)  # the training machine and seconds (``fedkit.provenance``)
 
     @property
     def final_accuracy(self) -> float:
@@ -58,7 +59,8 @@ class History:
             digests[MODELS] = _sha256(path)
         with replacing(directory / "meta.json") as path:  # last: a reader that sees it sees complete files
             path.write_text(json.dumps({"config": self.config, "diverged": self.diverged,
-                                        "ended_early": self.ended_early, "format": fmt, "sha256": digests},
+                                        "ended_early": self.ended_early, "provenance": self.provenance, "format": fmt,
+                                        "sha256": digests},
                                        indent=1, default=str))
         return directory
 
@@ -79,7 +81,7 @@ class History:
             rounds, clients = (read(directory / f"{name}.{fmt}") for name in ("rounds", "clients"))
             models = torch.load(directory / MODELS) if MODELS in digests else {"final": None, "rounds": {}}
             return cls(meta["config"], rounds, clients, meta["diverged"], meta.get("ended_early"), models["final"],
-                       models["rounds"])
+                       models["rounds"], meta.get("provenance", {}))
         except Exception as err:
             raise FedkitError(f"saved history file {path} is unreadable ({type(err).__name__}: {err}); delete "
                               f"{directory} to recompute it") from err

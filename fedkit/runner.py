@@ -3,6 +3,7 @@ cache, checkpoint/resume, the evaluation schedule, divergence, per-round and per
 clock (compute + traffic over the link)."""
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import io
 import itertools
@@ -21,19 +22,27 @@ import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
+from . import archive
 from .config import Config, is_device
 from .engine import ClientInput, RoundResult
 from .errors import ConfigError, FedkitError
 from .federation import Federation, FedState, Round
 from .history import History, replacing
+from .provenance import machine
 
 LINK_UNIT = 2**20  # bit/s per "Mbit/s" of the simulated link (algorithms-seed §3.6)
 SEEN: dict[str, Config] = {}  # every config run (trained or read from the cache) in this process, by key
+FINISHED: dict[str, History] = {}  # their finished histories, without models (what ``fedkit.archive`` keeps)
 
 
 def seen_configs() -> dict[str, Config]:
     """The configs this process has run so far, by key (a figure's provenance records them)."""
     return dict(SEEN)
+
+
+def finished_histories() -> dict[str, History]:
+    """The histories of the runs this process finished or read, by key, without models."""
+    return dict(FINISHED)
 
 
 def default_cache() -> Path:
@@ -56,7 +65,7 @@ def finished_run(cfg: Config, root: Path | None) -> Config | None:
     if root is None:
         return None
     return next((c for c in (cfg, *(cfg.replace(device=d) for d in cached_devices()))
-                 if (root / c.key() / "meta.json").exists()), None)
+                 if (root / c.key() / "meta.json").exists() or archive.lookup(c.key()) is not None), None)
 
 
 def rounds_left(cfg: Config, cache: str | Path | None = None) -> int:
@@ -103,6 +112,9 @@ class Run:
                 return
             except FedkitError as err:
                 _set_aside(self.run_dir, f"{err}; training it again")
+        if root is not None and (archived := archive.lookup(cfg.key())) is not None:
+            self.history = archived  # not in this machine's cache: read from the committed run archive
+            return
         self.fed = fed = Federation(cfg)
         started = self.run_dir is not None and any((self.run_dir / n).exists() for n in CHECKPOINTS)
         saved = _load_checkpoint(self.run_dir) if started else None
@@ -124,6 +136,8 @@ class Run:
                         desc=f"{cfg.algorithm} ({fed.engine_name})")
         self.wall = time.perf_counter()
         self.compiled = 0.0  # the engine's compile seconds already recorded
+        self.resumed_after = self.state.t  # 0 unless it resumed from a checkpoint
+        self.stack: list[str] = []  # the keys of the seeds it trained beside, in one stack (``run_together``)
 
     @property
     def active(self) -> bool:
@@ -173,15 +187,20 @@ class Run:
 
     def finish(self) -> History:
         """The run's History (saved to the cache, checkpoints removed)."""
-        if self.history is not None:
-            return self.history
+        if self.history is None:
+            self._save()
+        FINISHED[self.cfg.key()] = dataclasses.replace(self.history, weights=None, models={})
+        return self.history
+
+    def _save(self) -> None:
+        """Build the History, save it to the cache and remove the checkpoints."""
         self.bar.close()
         cfg, s = self.cfg, self.state
         last = self.round_rows[-1]["round"]
         ended_early = (f"no eligible client left after round {last} (every honest client was expelled)"
                        if self.fed.nobody_eligible(s.server) and last < cfg.rounds else None)
         self.history = History(cfg.to_dict(), pd.DataFrame(self.round_rows), pd.DataFrame(self.client_rows),
-                               self.diverged, ended_early, s.w, self.models)
+                               self.diverged, ended_early, s.w, self.models, self._provenance())
         if self.run_dir is not None:
             self.history.save(self.run_dir, fmt="parquet")
             for name in (*CHECKPOINTS, CONFIG):
@@ -190,7 +209,14 @@ class Run:
                 pid = stray.name.split(".")[-2]
                 if not (pid.isdigit() and _alive(int(pid))):
                     stray.unlink(missing_ok=True)
-        return self.history
+
+    def _provenance(self) -> dict:
+        """The machine that trained the run and its training seconds: the sum of its rounds' wall seconds (a stack's
+        seeds each count the whole stack's); a resumed run's earlier rounds may have trained elsewhere."""
+        seconds = sum(r["seconds"] for r in self.round_rows if r["round"] > 0)
+        return {**machine(self.cfg.device), "train_seconds": round(seconds, 2),
+                "resumed_after_round": self.resumed_after,
+                "stacked_with": [k for k in self.stack if k != self.cfg.key()]}
 
 
 def run_together(cfgs: list[Config], **run_args) -> list[History]:
@@ -207,6 +233,8 @@ def run_together(cfgs: list[Config], **run_args) -> list[History]:
             r.train_alone()
         return [r.finish() for r in runs]
     engine = live[0].fed.engine
+    for r in live:
+        r.stack = [x.cfg.key() for x in live]
     while live := [r for r in live if r.active]:
         first = min(r.state.t for r in live)
         behind = [r for r in live if r.state.t == first]

@@ -1,0 +1,101 @@
+"""The run archive: the finished runs behind the committed figures, kept in the repository so that a fresh clone
+renders every figure without training, runs trained on another machine (a lent GPU) come back with the figures, and
+a reviewer can recompute any curve from committed data.
+
+A notebook rendered at a scale writes ``figures/<paper>/[paper/]runs/<notebook>.parquet``: every run of its process,
+one row per (run, round) with the run's config key in column ``key``. Beside it ``<notebook>.clients.parquet`` holds
+the per-client rows, and the rounds file's metadata holds each run's config, its divergence and its training
+provenance (device, GPU model, torch, threads, commit, training seconds). Models are not archived: a notebook that
+reads a run's weights trains it.
+
+Rendering reads a run from the archive when the run cache lacks it (``runner.Run``).
+"""
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from .errors import FedkitError
+from .history import History, replacing
+
+META = b"fedkit.runs"  # the rounds file's metadata key: {config key: {config, diverged, ended_early, provenance}}
+FOLDER = "runs"
+
+
+def write(folder: Path, notebook: str, histories: dict[str, History]) -> Path | None:
+    """Archive ``histories`` (by config key) as ``folder/runs/<notebook>.parquet`` (and its clients file), replacing
+    what an earlier render of that notebook wrote there; nothing when there is no run."""
+    if not histories:
+        return None
+    target = folder / FOLDER
+    target.mkdir(parents=True, exist_ok=True)
+    runs = {key: {"config": h.config, "diverged": h.diverged, "ended_early": h.ended_early,
+                  "provenance": {k: v for k, v in h.provenance.items() if k != "archive"},
+                  "rounds": list(h.rounds.columns), "clients": list(h.clients.columns)}
+            for key, h in sorted(histories.items())}
+    rounds = pd.concat([h.rounds.assign(key=key) for key, h in sorted(histories.items())], ignore_index=True)
+    clients = pd.concat([h.clients.assign(key=key) for key, h in sorted(histories.items())], ignore_index=True)
+    table = pa.Table.from_pandas(rounds, preserve_index=False)
+    table = table.replace_schema_metadata({**(table.schema.metadata or {}),
+                                           META: json.dumps(runs, default=str).encode()})
+    path = target / f"{notebook}.parquet"
+    with replacing(path.with_suffix(".clients.parquet")) as tmp:
+        clients.to_parquet(tmp, index=False, compression="zstd")
+    with replacing(path) as tmp:  # last: its metadata names the runs
+        pq.write_table(table, tmp, compression="zstd")
+    index.cache_clear()
+    _frames.cache_clear()
+    return path
+
+
+def read(path: Path) -> dict[str, History]:
+    """Every run of an archive file, by config key (without models)."""
+    runs, rounds, clients = _frames(path)
+    def rows(frame: pd.DataFrame, key: str, columns: list[str]) -> pd.DataFrame:
+        return frame.loc[frame["key"] == key, columns].reset_index(drop=True)
+
+    return {key: History(run["config"], rows(rounds, key, run["rounds"]), rows(clients, key, run["clients"]),
+                         run["diverged"], run["ended_early"], provenance={**run["provenance"], "archive": str(path)})
+            for key, run in runs.items()}
+
+
+@cache
+def _frames(path: Path) -> tuple[dict, pd.DataFrame, pd.DataFrame]:
+    try:
+        runs = json.loads(pq.read_schema(path).metadata[META])
+        clients_file = path.with_suffix(".clients.parquet")
+        return runs, pd.read_parquet(path), pd.read_parquet(clients_file)
+    except Exception as err:
+        raise FedkitError(f"run archive {path} is unreadable ({type(err).__name__}: {err})") from err
+
+
+@cache
+def index(root: Path) -> dict[str, Path]:
+    """The archive file that holds each config key, over every archive under ``root`` (read from metadata only)."""
+    found = {}
+    for path in sorted(root.glob(f"**/{FOLDER}/*.parquet")):
+        if path.name.endswith(".clients.parquet"):
+            continue
+        try:
+            found.update(dict.fromkeys(json.loads(pq.read_schema(path).metadata[META]), path))
+        except Exception:  # noqa: BLE001 - an unreadable file is named when a run is read from it
+            continue
+    return found
+
+
+def root() -> Path:
+    """Where archives are read from: the figures folder (``fedkit.figures.figures_root``)."""
+    from .figures import figures_root
+
+    return figures_root().absolute()
+
+
+def lookup(key: str) -> History | None:
+    """The archived run of config ``key``, or None."""
+    path = index(root()).get(key)
+    return None if path is None else read(path)[key]

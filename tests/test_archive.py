@@ -1,0 +1,78 @@
+"""The run archive: finished runs kept beside the figures, read back exactly, and read instead of training when the
+run cache lacks them; a rendered notebook archives its runs, and renders again from the archive alone."""
+import json
+import sys
+
+import pandas as pd
+import pytest
+
+from fedkit import Config, archive, run
+from fedkit.figures import run_notebooks
+from fedkit.runner import run_together
+
+
+def digits_config(**changes) -> Config:
+    base = dict(dataset="digits", partition="dirichlet", partition_args={"phi": 0.3, "min_size": 5},
+                num_clients=8, clients_per_round=5, model="mlp", model_args={"hidden": [32]}, rounds=3,
+                local_steps=4, batch_size=16, lr=0.3, seed=1)
+    return Config(**{**base, **changes})
+
+
+def test_archived_runs_read_back_equal_with_their_training_provenance(tmp_path):
+    cfgs = [digits_config(seed=s) for s in (0, 1)]
+    histories = run_together(cfgs, cache=tmp_path / "cache", progress=False)
+    path = archive.write(tmp_path / "figures", "nb", {c.key(): h for c, h in zip(cfgs, histories)})
+    assert path == tmp_path / "figures" / "runs" / "nb.parquet" and path.with_suffix(".clients.parquet").exists()
+    back = archive.read(path)
+    for cfg, h in zip(cfgs, histories):
+        got = back[cfg.key()]
+        pd.testing.assert_frame_equal(got.rounds, h.rounds)
+        pd.testing.assert_frame_equal(got.clients, h.clients)
+        assert got.config == h.config and got.diverged == h.diverged
+        trained = got.provenance
+        assert trained["device"] == "cpu" and trained["threads"] >= 1 and trained["torch"]
+        assert trained["train_seconds"] > 0 and trained["resumed_after_round"] == 0
+        assert trained["stacked_with"] == [c.key() for c in cfgs if c != cfg]  # the stack's seconds are shared
+    assert archive.write(tmp_path / "empty", "nb", {}) is None
+
+
+def test_a_run_missing_from_the_cache_is_read_from_the_archive_without_training(tmp_path, monkeypatch):
+    cfg = digits_config(rounds=2)
+    trained = run(cfg, cache=tmp_path / "cache", progress=False)
+    archive.write(tmp_path / "figures" / "paper_x", "nb", {cfg.key(): trained})
+    monkeypatch.setenv("FEDKIT_FIGURES", str(tmp_path / "figures"))
+    monkeypatch.setattr(sys.modules["fedkit.runner"], "Federation", lambda cfg: pytest.fail("retrained"))
+    again = run(cfg, cache=tmp_path / "empty_cache", progress=False)
+    pd.testing.assert_frame_equal(again.rounds, trained.rounds)
+    assert not (tmp_path / "empty_cache" / cfg.key()).exists()  # read, not copied into the cache
+    other = digits_config(rounds=2, seed=5)
+    with pytest.raises(pytest.fail.Exception, match="retrained"):  # a run the archive lacks trains
+        run(other, cache=tmp_path / "empty_cache", progress=False)
+
+
+def test_an_unreadable_archive_is_named(tmp_path):
+    bad = tmp_path / "runs" / "nb.parquet"
+    bad.parent.mkdir()
+    bad.write_bytes(b"not parquet")
+    with pytest.raises(archive.FedkitError, match="nb.parquet"):
+        archive.read(bad)
+
+
+def test_a_rendered_notebook_archives_its_runs_and_renders_again_from_the_archive_alone(tmp_path, monkeypatch):
+    notebook = "notebooks/peers/scaffold_placement.ipynb"
+    monkeypatch.setenv("FEDKIT_FIGURES", str(tmp_path / "figures"))
+    monkeypatch.setenv("FEDKIT_CACHE", str(tmp_path / "cache"))
+    [first] = run_notebooks([notebook], scale="ci", output_dir=tmp_path / "executed")
+    assert first.error is None, first.error
+    archived = tmp_path / "figures" / "peers" / "runs" / "scaffold_placement.parquet"
+    assert archived in first.written
+    csv = tmp_path / "figures" / "peers" / "scaffold_placement.csv"
+    before = csv.read_text()
+    keys = set(json.loads(archive.pq.read_schema(archived).metadata[archive.META]))
+    assert keys == set(json.loads(csv.with_suffix(".provenance.json").read_text())["runs"])
+
+    monkeypatch.setenv("FEDKIT_CACHE", str(tmp_path / "empty_cache"))  # a fresh machine: no run cache
+    [again] = run_notebooks([notebook], scale="ci", output_dir=tmp_path / "executed")
+    assert again.error is None, again.error
+    assert not (tmp_path / "empty_cache").exists() or not any((tmp_path / "empty_cache").iterdir())  # nothing trained
+    assert csv.read_text() == before
