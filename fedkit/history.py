@@ -83,8 +83,7 @@ class History:
             return cls(meta["config"], rounds, clients, meta["diverged"], meta.get("ended_early"), models["final"],
                        models["rounds"], meta.get("provenance", {}))
         except Exception as err:
-            raise FedkitError(f"saved history file {path} is unreadable ({type(err).__name__}: {err}); delete "
-                              f"{directory} to recompute it") from err
+            raise FedkitError(f"saved history file {path} is unreadable ({type(err).__name__}: {err})") from err
 
 
 MODELS = "models.pt"

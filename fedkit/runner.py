@@ -111,7 +111,7 @@ class Run:
                 self.history = History.load(self.run_dir)
                 return
             except FedkitError as err:
-                _set_aside(self.run_dir, f"{err}; training it again")
+                _set_aside(self.run_dir, err)
         if root is not None and (archived := archive.lookup(cfg.key())) is not None:
             self.history = archived  # not in this machine's cache: read from the committed run archive
             return
@@ -355,12 +355,13 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _set_aside(run_dir: Path, why: str) -> None:
+def _set_aside(run_dir: Path, err: FedkitError) -> None:
+    """Move an unreadable finished run aside (``fedkit cache clean`` removes it); the caller runs it again."""
     stamp = time.strftime("%Y%m%d-%H%M%S")
     names = (run_dir.with_name(f"{run_dir.name}.corrupt-{stamp}-{n}") for n in itertools.count())
     aside = next(name for name in names if not name.exists())
     os.replace(run_dir, aside)
-    warnings.warn(f"cached run {run_dir} is unreadable ({why}); moved to {aside.name}", stacklevel=3)
+    warnings.warn(f"{err}; moved the cached run aside to {aside}", stacklevel=3)
 
 
 def clear_cache(cfg: Config, cache: str | Path | None = None) -> None:
