@@ -24,15 +24,26 @@ def needed_data(notebook: Path) -> tuple[str, ...]:
     return tuple(json.loads(notebook.read_text(encoding="utf-8"))["metadata"].get("fedkit", {}).get("needs_data", []))
 
 
-def pytest_collection_modifyitems(config, items):
-    """Skip, with the reason, the cells of a notebook whose real data is not under $FEDKIT_DATA (like the shared_data
-    tests): a notebook on embedded data always runs."""
+def data_here() -> Path | None:
+    """$FEDKIT_DATA when it names a folder: the real data sets (a copy of shared/data)."""
     root = os.environ.get("FEDKIT_DATA")
+    return Path(root) if root and Path(root).is_dir() else None
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests that need the real files carry the mark shared_data, and skip with the reason where $FEDKIT_DATA does
+    not hold them; so does every cell of a notebook that declares data it needs. Everything else runs anywhere: a
+    test that needs the data without the mark fails on a machine without it (CI runs the suite so)."""
+    root = data_here()
     for item in items:
         path = Path(str(item.fspath))
-        if path.suffix != ".ipynb":
+        needs = needed_data(path) if path.suffix == ".ipynb" else ()
+        if needs:
+            item.add_marker(pytest.mark.shared_data)
+        if item.get_closest_marker("shared_data") is None:
             continue
-        missing = [d for d in needed_data(path) if not root or not (Path(root) / d).is_dir()]
-        if missing:
-            item.add_marker(pytest.mark.skip(reason=f"{path.name} needs {', '.join(missing)} under $FEDKIT_DATA "
-                                                    f"(set it to a copy of shared/data)"))
+        missing = [d for d in needs if root is None or not (root / d).is_dir()]
+        if root is None or missing:
+            what = ", ".join(missing) or "the real data sets"
+            item.add_marker(pytest.mark.skip(reason=f"needs {what} under $FEDKIT_DATA (set it to a copy of "
+                                                    "shared/data)"))
