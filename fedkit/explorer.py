@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import threading
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -18,6 +19,7 @@ import pandas as pd
 
 from .config import Config
 from .errors import ConfigError, FedkitError
+from .registry import check
 
 # Data sets offered, with the model each runs (digits' 8x8 images are too small for the CNN, and the MLP's default
 # (32, 16, 8) learns them slowly: one hidden layer of 64 reaches ~70 % in 5 rounds).
@@ -26,7 +28,6 @@ DATASETS = {"digits": ("mlp", {"hidden": [64]}), "mnist_5k": ("cnn", {}), "synth
 # Partitioners and their main parameter (name, default); None: no parameter.
 PARTITIONS = {"dirichlet": ("phi", 0.5), "iid": None, "shards": ("shards_per_client", 2),
               "labels_per_client": ("k", 2), "quantity": ("beta", 0.5), "qskew": ("q", 0.5)}
-INT_PARAMS = {"shards_per_client", "k"}
 # Algorithms and their main hyper-parameter (name, default); None: none shown.
 ALGORITHMS = {"fedavg": None, "fedprox": ("mu", 0.1), "scaffold": ("alpha", 1.0), "feddyn": ("alpha", 0.01),
               "fedacg": ("lam", 0.85), "stem": ("a", 0.2), "fednova": None, "moon": ("mu", 5.0)}
@@ -50,33 +51,46 @@ class Choice:
 
 
 def build_configs(choice: Choice) -> dict[str, Config]:
-    """One Config per chosen method, labelled by the method and its hyper-parameters; ConfigError names a bad value."""
+    """One Config per chosen method, labelled by the method and its hyper-parameters; a bad value raises the one-line
+    ConfigError that Config (or, for the partition's parameter, the partitioner's annotation) gives for it."""
+    from . import data, models
+
+    _known("dataset", choice.dataset, data.DATASETS)
+    _known("partition", choice.partition, PARTITIONS, "the explorer offers")
+    if choice.model is not None:
+        _known("model", choice.model, models.MODELS)
+    if not isinstance(choice.algorithms, dict):
+        raise ConfigError(f"algorithms must be a mapping of method names to hyper-parameters, got "
+                          f"{choice.algorithms!r}")
     if not choice.algorithms:
         raise ConfigError("choose at least one algorithm")
-    if choice.partition not in PARTITIONS:
-        raise ConfigError(f"unknown partition {choice.partition!r}; the explorer offers {', '.join(PARTITIONS)}")
-    param = PARTITIONS[choice.partition]
     partition_args = {}
-    if param is not None:
-        name, _ = param
+    if PARTITIONS[choice.partition] is not None:
+        name = PARTITIONS[choice.partition][0]
+        hint = typing.get_type_hints(data.PARTITIONS[choice.partition], include_extras=True)[name]
         value = choice.partition_param
-        if name in INT_PARAMS:
-            if value is None or float(value) != int(value):
-                raise ConfigError(f"{name} must be an integer, got {value!r}")
-            value = int(value)
-        partition_args[name] = value
+        if typing.get_args(hint)[0] is int and isinstance(value, float) and value.is_integer():
+            value = int(value)  # the panel's number field holds a float
+        partition_args[name] = check(f"partition {choice.partition!r}: {name}", value, hint)
     model, model_args = DATASETS.get(choice.dataset, ("cnn", {}))
     if choice.model is not None and choice.model != model:
         model, model_args = choice.model, {}
     configs = {}
     for algorithm, hyper in choice.algorithms.items():
+        cfg = Config(dataset=choice.dataset, model=model, model_args=dict(model_args), partition=choice.partition,
+                     partition_args=partition_args, num_clients=choice.num_clients, algorithm=algorithm,
+                     algorithm_args=hyper, lr=choice.lr, rounds=choice.rounds, local_steps=choice.local_steps,
+                     seed=choice.seed, device=choice.device)
         label = algorithm + "".join(f" {k}={v:g}" if isinstance(v, float) else f" {k}={v}" for k, v in hyper.items())
-        configs[label] = Config(dataset=choice.dataset, model=model, model_args=dict(model_args),
-                                partition=choice.partition, partition_args=partition_args,
-                                num_clients=choice.num_clients, algorithm=algorithm, algorithm_args=dict(hyper),
-                                lr=choice.lr, rounds=choice.rounds, local_steps=choice.local_steps, seed=choice.seed,
-                                device=choice.device)
+        configs[label] = cfg
     return configs
+
+
+def _known(field: str, value, registry, listing: str = "known") -> None:
+    """Config's rule for a registry name, checked before the explorer looks the name up (Config's own check raises
+    TypeError for an unhashable value such as a list)."""
+    if not isinstance(value, str) or value not in registry:
+        raise ConfigError(f"unknown {field} {value!r}; {listing}: {', '.join(sorted(registry))}")
 
 
 class Session:
@@ -178,6 +192,7 @@ class Panel:
         except ImportError as err:
             raise FedkitError('fedkit.explore() needs ipywidgets: pip install "fedkit-torch[explore]"') from err
         c = choice or Choice()
+        build_configs(c)  # a bad preset: Config's one-line error, not a widget's TraitError (or a silent clamp)
         self.cache, self.session, self.thread, self.device = cache, None, None, c.device
         wide = {"description_width": "110px"}
         self.dataset = w.Dropdown(options=list(DATASETS), value=c.dataset, description="data set", style=wide)
@@ -253,6 +268,7 @@ class Panel:
             configs = build_configs(self.choice())
         except FedkitError as err:
             self._show_error(err)
+            self.status.value = f"not run: {err}"
             return
         self.session = Session(configs, cache=self.cache)
         self.progress.max, self.progress.value = self.session.total_rounds, 0

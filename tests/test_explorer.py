@@ -1,11 +1,65 @@
 """fedkit.explore(): config building, the lockstep session with its stop flag, the cache, and the widget panel
 driven headless (the browser test drives the same panel through Voila)."""
+import dataclasses
+import math
+import re
+
 import pytest
 
-from fedkit import ConfigError
-from fedkit.explorer import Choice, Session, build_configs, plot_png
+from fedkit import Config, ConfigError
+from fedkit.explorer import ALGORITHMS, PARTITIONS, Choice, Session, build_configs, plot_png
 
 SMALL = dict(dataset="digits", num_clients=5, rounds=3, local_steps=2, lr=0.1)
+JUNK = [None, "abc", math.nan, math.inf, -1, [], True]  # a value of each wrong kind; -1 is out of every range here
+# Choice's fields that Config checks alike (the explorer offers fewer partitions, and says so)
+SAME_AS_CONFIG = {f.name for f in dataclasses.fields(Config)} - {"partition"}
+
+
+def bad_choices() -> list[tuple[str, Choice, object, dict | None]]:
+    """(id, choice, its bad value, the Config change that carries that value or None) for every field of Choice,
+    every partition's parameter, and every algorithm's hyper-parameters (as a whole and the one the panel shows),
+    each given every junk value (None only where the field's default is not None)."""
+    found = []
+    for f in dataclasses.fields(Choice):
+        for value in JUNK:
+            if value is None and f.default is None:
+                continue
+            same = {f.name: value} if f.name in SAME_AS_CONFIG and value != [] else None  # Config([]): TypeError
+            found.append((f"{f.name}={value!r}", Choice(**{**SMALL, f.name: value}), value, same))
+    for partition, param in PARTITIONS.items():
+        found += [(f"{partition}-{param[0]}={value!r}", Choice(**SMALL, partition=partition, partition_param=value),
+                   value, None) for value in JUNK if param is not None]
+    for algorithm, param in ALGORITHMS.items():
+        for value in JUNK:
+            found.append((f"{algorithm}-args={value!r}", Choice(**SMALL, algorithms={algorithm: value}), value,
+                          {"algorithm": algorithm, "algorithm_args": value}))
+            if param is not None:
+                args = {param[0]: value}
+                found.append((f"{algorithm}-{param[0]}={value!r}", Choice(**SMALL, algorithms={algorithm: args}),
+                              value, {"algorithm": algorithm, "algorithm_args": args}))
+    return found
+
+
+BAD = bad_choices()
+
+
+def test_the_bad_choices_cover_every_field_partition_and_algorithm():
+    ids = {case[0].split("=")[0] for case in BAD}
+    assert {f.name for f in dataclasses.fields(Choice)} <= ids
+    assert {f"{p}-{param[0]}" for p, param in PARTITIONS.items() if param} <= ids
+    assert {f"{a}-args" for a in ALGORITHMS} | {f"{a}-{param[0]}" for a, param in ALGORITHMS.items() if param} <= ids
+
+
+@pytest.mark.parametrize("choice, value, same", [case[1:] for case in BAD], ids=[case[0] for case in BAD])
+def test_every_bad_field_is_refused_in_one_line_naming_its_value_as_config_refuses_it(choice, value, same):
+    with pytest.raises(ConfigError) as err:
+        build_configs(choice)
+    message = str(err.value)
+    assert "\n" not in message and repr(value) in message, message
+    if same is not None:
+        with pytest.raises(ConfigError) as config_err:
+            build_configs(Choice(**SMALL))["fedavg"].replace(**same)
+        assert message == str(config_err.value)
 
 
 def test_build_configs_one_per_method_with_its_hyper_parameters():
@@ -80,5 +134,17 @@ def test_panel_runs_headless_and_shows_a_bad_value_without_traceback(tmp_path):
     panel.lr.value = -1.0
     panel.run(wait=True)
     assert "lr must be a finite number &gt; 0, got -1.0" in panel.error.value and "Traceback" not in panel.error.value
+    assert panel.status.value == "not run: lr must be a finite number > 0, got -1.0"
     panel.partition.value = "iid"
     assert panel.partition_param.disabled
+
+
+@pytest.mark.parametrize("preset, message", [(dict(lr="fast"), "lr must be a finite number > 0, got 'fast'"),
+                                             (dict(rounds=0), "rounds must be an integer ≥ 1, got 0"),
+                                             (dict(dataset=["digits"]), "unknown dataset ['digits']")])
+def test_a_bad_preset_is_refused_with_configs_message_not_a_widget_error_or_a_clamp(preset, message):
+    pytest.importorskip("ipywidgets")
+    from fedkit.explorer import Panel
+
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        Panel(Choice(**{**SMALL, **preset}))
