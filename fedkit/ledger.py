@@ -4,11 +4,11 @@ A ``Claim`` names a paper's figure or table, the claim in words, the paper's val
 committed CSV giving one value per seed and quantity, e.g. per method) and a ``Rule`` that says, seed by seed,
 whether the values agree with the claim. ``decide`` turns that into one of five labels, the same for every paper:
 
-- **reproduced**: at least ``MIN_SEEDS`` seeds, every seed agrees, and where methods are compared their seed ranges
-  do not overlap (every seed of one beats every seed of the other);
-- **not reproduced**: every seed contradicts the claim, the ranges separated the other way;
-- **inconclusive**: fewer than ``MIN_SEEDS`` seeds (a single seed decides nothing, whatever its sign), the seeds
-  disagree, or the ranges overlap;
+- **reproduced**: at least ``MIN_SEEDS`` seeds, and enough of them agree with the claim for a one-sided sign test on
+  the paired per-seed margins at level ``ALPHA`` (3 of 3, 4 of 4, 5 of 5, 5 of 6, 6 of 7, 7 of 8, ...);
+- **not reproduced**: as many seeds contradict it;
+- **inconclusive**: fewer than ``MIN_SEEDS`` seeds (a single seed decides nothing, whatever its sign), or neither
+  count is enough;
 - **not comparable**: the runs do not learn (every value under the claim's floor, e.g. within a few points of
   chance, or no run reaches the target): the claim's ``floor_why`` says what the floor is;
 - **not run**: the data or the hardware is missing; the claim's ``missing`` (small scale) or ``paper_missing`` (paper
@@ -32,11 +32,14 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from scipy.stats import binomtest
+from scipy.stats import t as student_t
 
 from .errors import FedkitError
 
 LABELS = ("reproduced", "not reproduced", "inconclusive", "not comparable", "not run")
 MIN_SEEDS = 3
+ALPHA = 0.125  # the sign test's level: the chance that 3 of 3 seeds agree when each seed's sign is a fair coin
 SMALL_BUDGET_MINUTES = 20  # a notebook's small-scale runs on the 2-core CPU
 SCALES = ("small", "paper")
 PAPERS = ("taco", "feddual", "fadamgc", "drag", "peers")
@@ -116,29 +119,35 @@ class Measure:
 # ---- rules: values -> does each seed agree with the claim? --------------------------------------------------------
 
 class Rule:
-    """``agree(values)``: per seed, whether the values agree with the claim. ``separated(values, agreeing)``: whether
-    the seed ranges decide it (methods compared: every seed of one beats every seed of the other); a rule on one
-    quantity needs no separation. ``text``: the rule in words."""
+    """``agree(values)``: per seed, whether the values agree with the claim. ``margins(values)``: per seed, by how
+    much, in the measure's units (positive: agrees), each seed's quantities compared with each other or with the
+    claim's threshold on that seed (paired). ``text``: the rule in words."""
 
     def agree(self, values: pd.DataFrame) -> pd.Series:
         raise NotImplementedError
 
-    def separated(self, values: pd.DataFrame, agreeing: bool) -> bool:
-        return True
+    def margins(self, values: pd.DataFrame) -> pd.Series:
+        raise NotImplementedError
 
 
 def _beats(a: pd.Series, b: pd.Series, higher: bool) -> pd.Series:
     return a > b if higher else a < b
 
 
-def _range_beats(a: pd.Series, b: pd.Series, higher: bool) -> bool:
-    return bool(a.min() > b.max()) if higher else bool(a.max() < b.min())
+def _lead(a: pd.Series, b: pd.Series, higher: bool) -> pd.Series:
+    """By how much ``a`` beats ``b`` on each seed (negative: it loses)."""
+    return a - b if higher else b - a
+
+
+def _least(columns: list[pd.Series], index) -> pd.Series:
+    """The smallest margin per seed: a claim made of several comparisons holds by its weakest one."""
+    return pd.concat(columns, axis=1).min(axis=1) if columns else pd.Series(np.inf, index=index)
 
 
 @dataclass(frozen=True)
 class Order(Rule):
     """``names[0]`` beats ``names[1]`` beats ... (higher values if ``higher``, else lower, e.g. rounds to a target).
-    Not reproduced once any neighbouring pair is reversed on every seed with separated ranges."""
+    A seed agrees when every neighbouring pair is in order; its margin is the smallest lead of a pair."""
     names: tuple
     higher: bool = True
 
@@ -148,11 +157,9 @@ class Order(Rule):
             ok &= _beats(values[a], values[b], self.higher)
         return ok
 
-    def separated(self, values, agreeing):
-        pairs = list(zip(self.names, self.names[1:]))
-        if agreeing:
-            return all(_range_beats(values[a], values[b], self.higher) for a, b in pairs)
-        return any(_range_beats(values[b], values[a], self.higher) for a, b in pairs)
+    def margins(self, values):
+        return _least([_lead(values[a], values[b], self.higher) for a, b in zip(self.names, self.names[1:])],
+                      values.index)
 
     @property
     def text(self):
@@ -176,11 +183,8 @@ class Best(Rule):
             ok &= _beats(values[self.name], values[other], self.higher)
         return ok
 
-    def separated(self, values, agreeing):
-        others = self._others(values)
-        if agreeing:
-            return all(_range_beats(values[self.name], values[o], self.higher) for o in others)
-        return any(_range_beats(values[o], values[self.name], self.higher) for o in others)
+    def margins(self, values):
+        return _least([_lead(values[self.name], values[o], self.higher) for o in self._others(values)], values.index)
 
     @property
     def text(self):
@@ -190,7 +194,7 @@ class Best(Rule):
 
 @dataclass(frozen=True)
 class Gap(Rule):
-    """``a`` − ``b`` ≥ ``at_least`` on every seed (``at_most`` instead: ≤); separated when the ranges say so too."""
+    """``a`` − ``b`` ≥ ``at_least`` on every seed (``at_most`` instead: ≤); the margin is the room left."""
     a: str
     b: str
     at_least: float | None = None
@@ -202,12 +206,9 @@ class Gap(Rule):
     def agree(self, values):
         return self._holds(values[self.a] - values[self.b])
 
-    def separated(self, values, agreeing):
-        worst = (values[self.a].min() - values[self.b].max() if self.at_least is not None
-                 else values[self.a].max() - values[self.b].min())
-        best = (values[self.a].max() - values[self.b].min() if self.at_least is not None
-                else values[self.a].min() - values[self.b].max())
-        return bool(self._holds(worst)) if agreeing else not bool(self._holds(best))
+    def margins(self, values):
+        diff = values[self.a] - values[self.b]
+        return diff - self.at_least if self.at_least is not None else self.at_most - diff
 
     @property
     def text(self):
@@ -232,6 +233,11 @@ class Ratio(Rule):
             ok &= ratio <= self.at_most
         return ok
 
+    def margins(self, values):
+        ratio = values[self.a] / values[self.b]
+        lows = [] if self.at_least is None else [ratio - self.at_least]
+        return _least(lows + ([] if self.at_most is None else [self.at_most - ratio]), values.index)
+
     @property
     def text(self):
         lo = "" if self.at_least is None else f"{self.at_least:g} ≤ "
@@ -249,6 +255,9 @@ class Within(Rule):
     def agree(self, values):
         return (values[self.name] - self.value).abs() <= self.tolerance
 
+    def margins(self, values):
+        return self.tolerance - (values[self.name] - self.value).abs()
+
     @property
     def text(self):
         return f"|{self.name} − {self.value:g}| ≤ {self.tolerance:g}"
@@ -265,6 +274,10 @@ class Threshold(Rule):
         v = values[self.name]
         return v >= self.at_least if self.at_least is not None else v <= self.at_most
 
+    def margins(self, values):
+        v = values[self.name]
+        return v - self.at_least if self.at_least is not None else self.at_most - v
+
     @property
     def text(self):
         return f"{self.name} ≥ {self.at_least:g}" if self.at_least is not None else f"{self.name} ≤ {self.at_most:g}"
@@ -276,8 +289,14 @@ class Monotone(Rule):
     names: tuple
     increasing: bool = True
 
+    def _order(self):
+        return Order(tuple(reversed(self.names)) if self.increasing else self.names, higher=True)
+
     def agree(self, values):
-        return Order(tuple(reversed(self.names)) if self.increasing else self.names, higher=True).agree(values)
+        return self._order().agree(values)
+
+    def margins(self, values):
+        return self._order().margins(values)
 
     @property
     def text(self):
@@ -317,6 +336,10 @@ class Verdict:
     reason: str
     seeds: int
     value: str  # the measured values, formatted
+    agreeing: int | None = None  # seeds that agree with the claim (None: not decided on seeds)
+    margin: float = math.nan  # the mean paired margin over the seeds (shown units), and its 90 % interval
+    low: float = math.nan
+    high: float = math.nan
 
 
 def measure_at(claim: Claim, scale: str) -> Measure | None:
@@ -391,8 +414,30 @@ def _read(path: Path, mtime_ns: int) -> pd.DataFrame:
     return pd.read_csv(path)
 
 
+def sign_test(k: int, n: int) -> float:
+    """The one-sided sign test's p-value: the chance that at least ``k`` of ``n`` seeds agree when each agrees with
+    probability 1/2 (the paired margins' sign a fair coin: no real difference)."""
+    return float(binomtest(k, n, 0.5, alternative="greater").pvalue) if n else 1.0
+
+
+def seeds_needed(n: int) -> int:
+    """The fewest agreeing seeds of ``n`` that decide (n + 1: none can)."""
+    return next((k for k in range(n + 1) if sign_test(k, n) <= ALPHA), n + 1)
+
+
+def margin_interval(margins: pd.Series) -> tuple[float, float, float]:
+    """The mean paired margin and its two-sided 90 % Student-t interval (the mean alone for equal margins)."""
+    m = margins.to_numpy(dtype=float)
+    mean = float(m.mean())
+    if len(m) < 2 or not np.isfinite(m).all() or m.std() == 0:
+        return mean, mean, mean
+    half = float(student_t.ppf(0.95, len(m) - 1) * m.std(ddof=1) / math.sqrt(len(m)))
+    return mean, mean - half, mean + half
+
+
 def decide_values(claim: Claim, raw: pd.DataFrame, measure: Measure | None = None) -> Verdict:
-    """The verdict of ``claim`` on its measure's values (seeds × quantities, before ``fill``)."""
+    """The verdict of ``claim`` on its measure's values (seeds × quantities, before ``fill``): the seeds' paired
+    margins decided by the sign test (``sign_test``, ``ALPHA``), their mean and interval shown as the evidence."""
     m = measure or claim.measure
     values = raw if m.fill is None else raw.fillna(m.fill)
     values = values.dropna()
@@ -403,20 +448,35 @@ def decide_values(claim: Claim, raw: pd.DataFrame, measure: Measure | None = Non
     n = len(values)
     if n < MIN_SEEDS and not claim.deterministic:
         return Verdict("inconclusive", f"{n} seed{'s' * (n != 1)} (a verdict needs {MIN_SEEDS})", n, shown)
-    agree = claim.rule.agree(values)
-    if agree.all():
-        if claim.deterministic:
-            return Verdict("reproduced", f"computed: {claim.deterministic}", n, shown)
-        if claim.rule.separated(values, True):
-            return Verdict("reproduced", f"every seed agrees ({n} of {n})", n, shown)
-        return Verdict("inconclusive", "every seed agrees, but the methods' seed ranges overlap", n, shown)
-    if not agree.any():
-        if claim.deterministic:
-            return Verdict("not reproduced", f"computed: {claim.deterministic}", n, shown)
-        if claim.rule.separated(values, False):
-            return Verdict("not reproduced", f"every seed contradicts it ({n} of {n})", n, shown)
-        return Verdict("inconclusive", "every seed contradicts it, but the methods' seed ranges overlap", n, shown)
-    return Verdict("inconclusive", f"the seeds disagree ({int(agree.sum())} of {n} agree)", n, shown)
+    agree, margins = claim.rule.agree(values), claim.rule.margins(values)
+    tie = ~agree & ~(margins < 0)  # equal values, or neither run reached the target: a seed without a sign
+    k, against = int(agree.sum()), int((~agree & ~tie).sum())
+    if claim.deterministic:
+        label = "reproduced" if k == n else "not reproduced" if k == 0 else "inconclusive"
+        why = f"computed: {claim.deterministic}" if k in (0, n) else f"the seeds disagree ({k} of {n} agree)"
+        return Verdict(label, why, n, shown, k)
+    scale = 100.0 if m.percent else 1.0
+    signed = k + against
+    finite = margins[~tie & np.isfinite(margins)]  # an infinite margin: one run never reached the target
+    mean, low, high = (scale * x for x in margin_interval(finite)) if len(finite) else (math.nan,) * 3
+    evidence = (f", margin {_signed(mean)}" + (f" (90 %: {_signed(low)} … {_signed(high)})" if high > low else "")
+                if len(finite) else "")
+    evidence += f"; {signed - len(finite)} where one run never reached it" if len(finite) < signed else ""
+    evidence += f"; {n - signed} tied" if signed < n else ""
+    seeds = Verdict("", "", n, shown, k, mean, low, high)
+    if sign_test(k, signed) <= ALPHA:
+        return dataclasses.replace(seeds, label="reproduced", reason=f"{k} of {n} seeds agree{evidence}")
+    if sign_test(against, signed) <= ALPHA:
+        return dataclasses.replace(seeds, label="not reproduced", reason=f"{against} of {n} seeds contradict "
+                                                                         f"it{evidence}")
+    need = seeds_needed(signed)
+    takes = f"{need} of {signed}" if need <= signed else f"{MIN_SEEDS} seeds with a sign"
+    return dataclasses.replace(seeds, label="inconclusive", reason=f"{k} of {n} seeds agree, {against} contradict "
+                                                                   f"(deciding takes {takes}){evidence}")
+
+
+def _signed(x: float) -> str:
+    return ("+" if x > 0 else "") + _number(x)
 
 
 def format_values(values: pd.DataFrame, measure: Measure) -> str:
@@ -439,7 +499,7 @@ def format_values(values: pd.DataFrame, measure: Measure) -> str:
 
 def _number(x: float) -> str:
     if math.isinf(x):
-        return "∞"
+        return "∞" if x > 0 else "-∞"
     if abs(x) >= 100:
         return f"{x:.0f}"
     if abs(x) >= 10:
@@ -477,8 +537,13 @@ def ledger_frame(all_claims: list[Claim], root: Path) -> pd.DataFrame:
             rows.append({"paper": c.paper, "id": c.id, "item": c.item, "claim": c.claim, "rule": _rule_text(c),
                          "paper_value": c.paper_value, "fedkit_value": v.value, "seeds": v.seeds, "scale": scale,
                          "verdict": v.label, "why": v.reason + (f"; {c.caveat}" if c.caveat else ""),
-                         "source": source})
+                         "seeds_agreeing": v.agreeing, "margin": _rounded(v.margin), "margin_low": _rounded(v.low),
+                         "margin_high": _rounded(v.high), "source": source})
     return pd.DataFrame(rows)
+
+
+def _rounded(x: float) -> float:
+    return float(f"{x:.4g}") if math.isfinite(x) else x
 
 
 def _rule_text(c: Claim) -> str:

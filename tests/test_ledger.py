@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fedkit import ledger
 from fedkit.errors import FedkitError
@@ -27,20 +29,62 @@ def label(rule, values, **kw) -> str:
     return ledger.decide_values(claim(rule, **kw), values).label
 
 
-def test_ledger_reproduced_needs_three_agreeing_separated_seeds():
+def test_ledger_reproduced_needs_three_agreeing_paired_seeds():
     rule = Order(("A", "B"))
     assert label(rule, seeds(A=[0.9, 0.91, 0.92], B=[0.8, 0.81, 0.82])) == "reproduced"
     assert label(rule, seeds(A=[0.9, 0.91], B=[0.8, 0.81])) == "inconclusive"  # two seeds decide nothing
     assert label(rule, seeds(A=[0.9], B=[0.1])) == "inconclusive"  # nor does one, whatever the gap
-    # every seed agrees pairwise, but the ranges overlap (A's worst below B's best)
-    assert label(rule, seeds(A=[0.9, 0.85, 0.95], B=[0.8, 0.84, 0.94])) == "inconclusive"
+    # the ranges overlap (A's worst below B's best), but A beats B on each seed's own partition and initialisation
+    assert label(rule, seeds(A=[0.9, 0.85, 0.95], B=[0.8, 0.84, 0.94])) == "reproduced"
     assert label(rule, seeds(A=[0.9, 0.7, 0.92], B=[0.8, 0.81, 0.82])) == "inconclusive"  # the seeds disagree
+    # more seeds tolerate a disagreeing one: 5 of 6 decide at the sign test's level, 4 of 5 do not
+    assert label(rule, seeds(A=[1, 1, 1, 1, 0, 1], B=[0] * 5 + [0.5])) == "reproduced"
+    assert label(rule, seeds(A=[1, 1, 1, 1, 0], B=[0] * 4 + [0.5])) == "inconclusive"
 
 
-def test_ledger_not_reproduced_when_every_seed_contradicts():
+def test_ledger_not_reproduced_when_the_paired_seeds_contradict():
     rule = Order(("A", "B"))
     assert label(rule, seeds(A=[0.5, 0.51, 0.52], B=[0.8, 0.81, 0.82])) == "not reproduced"
-    assert label(rule, seeds(A=[0.8, 0.85, 0.9], B=[0.81, 0.86, 0.91])) == "inconclusive"  # contradicts, overlaps
+    assert label(rule, seeds(A=[0.8, 0.85, 0.9], B=[0.81, 0.86, 0.91])) == "not reproduced"  # overlapping, paired
+
+
+def test_ledger_ties_have_no_sign_and_the_evidence_is_shown():
+    rule = Order(("A", "B"), higher=False)
+    rounds = Claim("c", "t", "i", "w", "p", Measure("x.csv", "v", fill=math.inf), rule)
+    never = math.nan  # neither run reached the target: a tie, not a contradiction
+    verdict = ledger.decide_values(rounds, seeds(A=[never, never, never, 30.0, 20.0],
+                                                 B=[never, never, 58.0, 40.0, never]))
+    assert (verdict.label, verdict.agreeing) == ("inconclusive", 2)
+    assert verdict.reason == ("2 of 5 seeds agree, 1 contradict (deciding takes 3 of 3), margin +10.0; 2 where one "
+                              "run never reached it; 2 tied")
+    verdict = ledger.decide_values(claim(rule), seeds(A=[10.0, 12.0, 11.0], B=[12.0, 15.0, 12.0]))
+    assert verdict.label == "reproduced" and verdict.margin == pytest.approx(2.0)
+    assert verdict.low < 2.0 < verdict.high
+    assert verdict.reason == "3 of 3 seeds agree, margin +2.00 (90 %: +0.31 … +3.69)"
+
+
+def test_ledger_false_reproduced_rate_at_three_seeds_is_the_sign_tests_level():
+    """Under no difference (each seed's sign a fair coin) 3 seeds decide 'reproduced' with probability 1/8."""
+    assert ledger.sign_test(3, 3) == ledger.ALPHA == 0.125
+    assert [ledger.seeds_needed(n) for n in range(2, 11)] == [3, 3, 4, 5, 5, 6, 7, 7, 8]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.floats(-5, 5).filter(lambda x: abs(x) > 1e-3), min_size=1, max_size=9),
+       st.floats(1e-3, 5))
+def test_ledger_property_an_agreeing_seed_never_undecides_and_three_seeds_at_least(margins, extra):
+    """Adding a seed whose margin agrees with the decided verdict never moves it to inconclusive; no verdict is
+    decided on fewer than 3 seeds."""
+    rule = Gap("A", "B", at_least=0.0)
+
+    def verdict(ms):
+        return ledger.decide_values(claim(rule), seeds(A=list(ms), B=[0.0] * len(ms)))
+
+    before = verdict(margins)
+    if before.label != "inconclusive":
+        assert before.seeds >= 3 and max(before.agreeing, before.seeds - before.agreeing) >= 3
+        sign = 1 if before.label == "reproduced" else -1
+        assert verdict([*margins, sign * extra]).label == before.label
 
 
 def test_ledger_not_comparable_below_the_floor_and_when_nothing_reaches():

@@ -43,6 +43,10 @@ class Near(Rule):
             ok &= (values[name] / target - 1).abs() <= self.rel
         return ok
 
+    def margins(self, values):  # in relative units: the smallest room left under ``rel``
+        return pd.concat([self.rel - (values[name] / target - 1).abs() for name, target in self.targets],
+                         axis=1).min(axis=1)
+
     @property
     def text(self):
         return f"each within {100 * self.rel:g} % of " + ", ".join(f"{n} {v:.2f}" for n, v in self.targets)
@@ -64,10 +68,9 @@ class BestOf(Rule):
         best, rest = self._split(values)
         return best > rest if self.higher else best < rest
 
-    def separated(self, values, agreeing):
+    def margins(self, values):
         best, rest = self._split(values)
-        a, b = (best, rest) if agreeing else (rest, best)
-        return bool(a.min() > b.max()) if self.higher else bool(a.max() < b.min())
+        return best - rest if self.higher else rest - best
 
     @property
     def text(self):
@@ -82,6 +85,9 @@ class Growth(Rule):
     def agree(self, values):
         return values[min(values.columns)] / values[max(values.columns)] <= self.at_most
 
+    def margins(self, values):
+        return self.at_most - values[min(values.columns)] / values[max(values.columns)]
+
     @property
     def text(self):
         return f"smallest / largest ≤ {self.at_most:g}"
@@ -94,6 +100,9 @@ class AllAtLeast(Rule):
 
     def agree(self, values):
         return (values >= self.at_least).all(axis=1)
+
+    def margins(self, values):
+        return values.min(axis=1) - self.at_least
 
     @property
     def text(self):

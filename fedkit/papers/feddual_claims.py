@@ -48,13 +48,9 @@ class Exceeds(Rule):
         bar = values[self.than] if isinstance(self.than, str) else self.than
         return pd.concat([values[n] > bar for n in self.names], axis=1).all(axis=1)
 
-    def separated(self, values, agreeing):
-        if not isinstance(self.than, str):
-            return True
-        bar = values[self.than]
-        if agreeing:
-            return all(values[n].min() > bar.max() for n in self.names)
-        return any(values[n].max() < bar.min() for n in self.names)
+    def margins(self, values):
+        bar = values[self.than] if isinstance(self.than, str) else self.than
+        return pd.concat([values[n] - bar for n in self.names], axis=1).min(axis=1)
 
     @property
     def text(self):
