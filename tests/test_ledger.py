@@ -246,3 +246,36 @@ def test_cifar10_rows_say_the_full_set_is_not_offline_at_paper_scale(tmp_path):
     cifar, mnist = ledger.with_cifar10_missing_at_paper(rows)
     assert ledger.decide(cifar, "paper", tmp_path).reason.startswith("CIFAR-10 is not offline")
     assert mnist.paper_missing == ledger.GPU_MISSING
+
+
+def test_ledger_summary_fits_a_screen_and_lists_every_headline():
+    text = (REPO / "REPRODUCTION.md").read_text(encoding="utf-8")
+    begin, end = ledger.BEGIN.format(paper=ledger.SUMMARY), ledger.END.format(paper=ledger.SUMMARY)
+    assert text.startswith("# Reproduction status\n\n" + begin)
+    block = text[text.index(begin) + len(begin):text.index(end)].strip().splitlines()
+    assert len(block) <= 40
+    heads = [c for c in ledger.claims() if c.headline]
+    assert {c.paper for c in heads} == set(ledger.PAPERS)  # every paper names its headlines
+    assert sum(line.startswith("- **") for line in block) == len(heads)
+
+
+def test_ledger_tables_code_long_reasons_once_and_collapse_claims_never_run():
+    frame = pd.read_csv(REPO / "figures" / "ledger.csv")
+    table = ledger.markdown_table(frame, "taco")
+    codes = ledger.reason_codes(frame[frame["paper"] == "taco"], "taco")
+    assert codes and all(f"- **{code}**: " in table for code in codes.values())
+    rows = [line for line in table.splitlines() if line.startswith("| ") and "---" not in line][1:]
+    assert not any(part in row for part in codes for row in rows)  # each long reason is written once, in the legend
+    idle = frame[frame["paper"] == "taco"].groupby("id")["verdict"].agg(set).eq({"not run"}).sum()
+    assert idle > 0 and len(rows) < frame[frame["paper"] == "taco"]["id"].nunique()
+
+
+def test_the_prose_cites_only_csvs_that_exist():
+    """Every CSV that README.md or REPRODUCTION.md names (a path from the checkout, or a bare name under figures/)
+    is committed."""
+    import re
+
+    committed = {p.name for p in (REPO / "figures").rglob("*.csv")}
+    for doc in ("README.md", "REPRODUCTION.md"):
+        for name in re.findall(r"`([A-Za-z0-9_./-]+\.csv)`", (REPO / doc).read_text(encoding="utf-8")):
+            assert ((REPO / name).exists() if "/" in name else name in committed), f"{doc} cites {name}"

@@ -13,6 +13,7 @@ from ..ledger import (
     Measure,
     Order,
     Ratio,
+    headlines,
     seed_budget,
     with_cifar10_missing_at_paper,
     with_few_seeds,
@@ -124,4 +125,5 @@ CLAIMS = [
           "the attack costs FedAvg ≥ 5 points under high heterogeneity", "FedAvg fails",
           final(BYZ_MNIST, "fig8"), Gap(NO_ATTACK, "FedAvg", at_least=0.05), **FEDAVG_FLOOR),
 ]
-CLAIMS = with_few_seeds(with_cifar10_missing_at_paper(CLAIMS), FEW_SEEDS)
+CLAIMS = headlines(with_few_seeds(with_cifar10_missing_at_paper(CLAIMS), FEW_SEEDS), "drag-fig3a-vs-fedavg",
+                   "drag-fig8-order")

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from ..ledger import Best, Claim, Gap, Measure, Monotone, Order, Rule, with_few_seeds
+from ..ledger import Best, Claim, Gap, Measure, Monotone, Order, Rule, headlines, with_few_seeds
 from .feddual import ABLATION, ABLATION_TABLES, METHODS, TABLE1
 
 FEW_SEEDS = {f"{name}.csv": "the CIFAR-10 substitute runs at the first seed only (`fedkit.papers.feddual.runs`): its "
@@ -236,4 +236,5 @@ CLAIMS = [
     *amplified_claims("fmnist", "Fig. 2"),
     *amplified_claims("cifar10", "Fig. 6"),
 ]
-CLAIMS = with_few_seeds(CLAIMS, FEW_SEEDS)
+CLAIMS = headlines(with_few_seeds(CLAIMS, FEW_SEEDS), "feddual-t1-fmnist-best", "feddual-t1-fmnist-vs-fedavg",
+                   "feddual-t2-both-best")

@@ -5,7 +5,7 @@ baseline (same settings, SCAFFOLD placed after the optimizer step) is the publis
 placement is decided at NIID-Bench's own MNIST Dir(0.5) settings, from figures/peers/scaffold_placement.csv."""
 from __future__ import annotations
 
-from ..ledger import Claim, Gap, Measure, Threshold, Within
+from ..ledger import Claim, Gap, Measure, Threshold, Within, headlines
 from .niid_bench import FLOWER
 
 SOURCE = "niid_bench.csv"
@@ -62,3 +62,4 @@ CLAIMS = [
     *(parity(dataset, partition, method) for (dataset, partition) in FLOWER for method in METHODS),
     *placement_claims(),
 ]
+CLAIMS = headlines(CLAIMS, "peers-mnist-dir(0.5)-fedavg", "peers-scaffold-in-optimizer-diverges")

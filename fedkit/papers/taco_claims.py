@@ -21,6 +21,7 @@ from ..ledger import (
     Ratio,
     Threshold,
     Within,
+    headlines,
     seed_budget,
     with_cifar10_missing_at_paper,
     with_few_seeds,
@@ -417,4 +418,5 @@ CLAIMS = [
     *fig7_claims("mnist", "MNIST"), *fig7_claims("fmnist", "FMNIST"),
     *fig7_claims("cifar10", CIFAR10_SUBSET),
 ]
-CLAIMS = with_few_seeds(with_cifar10_missing_at_paper(CLAIMS), FEW_SEEDS)
+CLAIMS = headlines(with_few_seeds(with_cifar10_missing_at_paper(CLAIMS), FEW_SEEDS), "taco-table5-fmnist-best",
+                   "taco-table5-adult-gain", "taco-fig5-adult-taco", "taco-table8-default-tpr")
