@@ -72,7 +72,7 @@ def save_table(data, paper: str, name: str, scale: str | None = None) -> Path:
     from .runner import finished_histories
 
     archived = archive.write(csv.parent, os.environ.get(NOTEBOOK, name), finished_histories())
-    _log_written([archived] if archived else [])
+    _log_written([archived, archived.with_suffix(".clients.parquet")] if archived else [])
     return csv
 
 
