@@ -3,13 +3,15 @@
 groups train at once in worker processes: the kit's small models leave a GPU idle between one process's launches,
 so groups in parallel processes overlap there. Groups start in the listing's order (a run labelled '?' only where an
 earlier result calls for it goes last) until a deadline; a run cut off there keeps its checkpoint, so the next
-precompute, or the notebook itself, resumes it. The notebooks then read every finished run from the cache."""
+precompute, or the notebook itself, resumes it. The notebooks then read every finished run from the cache. Workers
+end with the precompute, however it ends (an interrupt, SIGTERM, SIGKILL): none is left training as an orphan."""
 from __future__ import annotations
 
 import csv
 import multiprocessing
 import os
 import sys
+import threading
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
@@ -32,6 +34,24 @@ class Group:
 
 class DeadlineReached(Exception):
     pass
+
+
+class _Worker(multiprocessing.context.SpawnProcess):
+    """A pool worker that exits as soon as the process that started it is gone, however that ended (SIGKILL too)."""
+
+    def run(self):
+        threading.Thread(target=_exit_with_parent, daemon=True).start()
+        super().run()
+
+
+def _exit_with_parent() -> None:
+    multiprocessing.parent_process().join()  # its sentinel: a pipe only the parent holds open
+    os._exit(1)
+
+
+class _Workers(multiprocessing.context.SpawnContext):
+    """The spawn context (CUDA cannot be forked) with ``_Worker`` processes."""
+    Process = _Worker
 
 
 def _stop_at(deadline: float, parent: int | None = None, last: int | None = None):
@@ -110,12 +130,11 @@ def precompute(notebooks, scale: str, device: str = "cpu", seed: int = 0, worker
     threads = max(1, (os.cpu_count() or 1) // workers)
     rows, writer = [], None
     handle = open(log, "a", newline="") if log is not None else None
-    context = multiprocessing.get_context("spawn")  # CUDA cannot be forked
     try:
-        with ProcessPoolExecutor(workers, mp_context=context) as pool:
+        with ProcessPoolExecutor(workers, mp_context=_Workers()) as pool:
             futures = {pool.submit(_train, [c.to_dict() for c in g.configs], deadline, threads, os.getpid()): g
                        for g in groups}
-            for future in as_completed(futures):
+            for future in _terminating_workers_on_interrupt(as_completed(futures)):
                 group, first = futures[future], futures[future].configs[0]
                 row = {"runs": "; ".join(group.labels), "algorithm": first.algorithm, "dataset": first.dataset,
                        "seeds": " ".join(str(c.seed) for c in group.configs),
@@ -136,3 +155,15 @@ def precompute(notebooks, scale: str, device: str = "cpu", seed: int = 0, worker
         if handle is not None:
             handle.close()
     return rows
+
+
+def _terminating_workers_on_interrupt(futures):
+    """``futures`` as they complete; an interrupt while waiting (Ctrl-C: KeyboardInterrupt) first terminates the
+    workers, which the pool would otherwise wait for until their runs end."""
+    try:
+        yield from futures
+    except BaseException:
+        for worker in multiprocessing.active_children():
+            if isinstance(worker, _Worker):
+                worker.terminate()
+        raise

@@ -1,5 +1,12 @@
 """Faults around the run cache: messages that say what was done, killed precomputes, concurrent and extended runs."""
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
 import warnings
+from pathlib import Path
 
 import pytest
 
@@ -31,3 +38,77 @@ def test_a_corrupt_cached_run_warning_says_where_it_was_moved_not_what_to_do(tmp
     assert message.startswith(f"saved history file {entry / 'meta.json'} is unreadable (")
     assert message.endswith(f"; moved the cached run aside to {aside}")
     assert "delete" not in message and (entry / "meta.json").exists()
+
+
+# ---- a killed precompute takes its workers with it
+SLOW_TRAIN = """
+import os, pathlib, time
+def train(configs, deadline, threads, parent):  # a group that trains for ten minutes
+    pathlib.Path(os.environ["STARTED"], str(os.getpid())).touch()
+    time.sleep(600)
+"""
+PRECOMPUTE = """
+import signal
+signal.signal(signal.SIGINT, signal.default_int_handler)  # a shell's background job starts with SIGINT ignored
+import fedkit.precompute as pc, slow_train
+from fedkit import Config
+cfg = Config(dataset="digits", model="mlp", rounds=1)
+pc.listed_groups = lambda *args: ([pc.Group([cfg]), pc.Group([cfg.replace(seed=1)])], {})
+pc._train = slow_train.train
+pc.precompute([], "ci", workers=2)
+"""
+
+
+def children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (from /proc)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rpartition(")")[2].split()
+        except OSError:  # ended meanwhile
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def wait_until(condition, limit: float = 120.0) -> bool:
+    """Poll ``condition`` until it holds or ``limit`` seconds pass (a safeguard, not a speed check)."""
+    end = time.monotonic() + limit
+    while not condition():
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.2)
+    return True
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads the process table from /proc")
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGKILL], ids=lambda s: s.name)
+def test_a_killed_precompute_leaves_no_worker_or_resource_tracker_behind(tmp_path, sig):
+    (tmp_path / "slow_train.py").write_text(SLOW_TRAIN)
+    started = tmp_path / "started"
+    started.mkdir()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]),
+           "STARTED": str(started), "FEDKIT_CACHE": str(tmp_path / "runs")}
+    parent = subprocess.Popen([sys.executable, "-c", textwrap.dedent(PRECOMPUTE)], env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    kids = []
+    try:
+        assert wait_until(lambda: len(list(started.iterdir())) == 2 or parent.poll() is not None)
+        assert parent.poll() is None, "the precompute ended before both workers started"
+        kids = children(parent.pid)
+        assert len(kids) == 3  # two workers and multiprocessing's resource tracker
+        parent.send_signal(sig)
+        parent.wait(timeout=120)
+        assert wait_until(lambda: not any(alive(k) for k in kids)), [k for k in kids if alive(k)]
+    finally:
+        for pid in [parent.pid, *kids]:
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
