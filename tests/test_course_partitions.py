@@ -35,9 +35,20 @@ def test_no_answer_states_the_task_and_checks_the_hidden_reference(labels, capsy
     (0.5, r"more than 2.5\. Lower φ"),
     (0.02, r"fewer than 1.5: nearly one class each\. Raise φ"),
     (0.001, r"too small to partition at all"),
-    (-1, r"φ must be a number > 0"),
-    ("0.1", r"φ must be a number > 0"),
+    (-1, r"φ must be a number in \(0, 1000\]"),
+    ("0.1", r"φ must be a number in \(0, 1000\]"),
+    (1.7e308, r"φ must be a number in \(0, 1000\]"),  # NumPy's Dirichlet overflows: it was blamed as too small
 ])
 def test_wrong_answers_fail_with_a_hint(labels, phi, message):
     with pytest.raises(WrongAnswer, match=message):
         partitions.check_exercise(phi, labels)
+
+
+@pytest.mark.parametrize("bad, message", [
+    (np.arange(400) % 10 + 0.5, r"labels must be a 1-D integer array"),
+    (np.arange(100) % 10, r"20 clients of at least 10 samples need 200 labels, got 100"),
+])
+def test_labels_that_do_not_fit_are_the_settings_fault_not_phis(bad, message, capsys):
+    with pytest.raises(ValueError, match=message) as err:
+        partitions.check_exercise(partitions.REFERENCE_PHI, bad)
+    assert not isinstance(err.value, WrongAnswer) and "φ" not in str(err.value) and capsys.readouterr().out == ""

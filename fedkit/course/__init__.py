@@ -13,9 +13,13 @@ Conventions every lesson module follows:
   - a right answer prints ``correct: <what was measured>``.
   - a wrong one raises :class:`WrongAnswer` (an AssertionError) whose message says what was measured, what was asked
     and which way to go; a notebook shows that message without the checker's stack.
+  - an answer of the wrong type or arity, NaN, infinite or out of the exercise's range (a function answer: one that
+    raises or returns something else than asked) raises WrongAnswer too, in one line naming it (:func:`shown`). Range
+    and type are checked before anything is computed, so a checker's running time is bounded by its settings.
 
   The judge measures the answer with the kit itself (it never compares with a stored number). Settings that do not
-  fit the exercise (a notebook bug, not a wrong answer) raise ValueError, before anything else.
+  fit the exercise (a notebook bug, not a wrong answer) raise ValueError, in one line naming the setting, before
+  anything else (nothing is printed).
 * The notebook's exercise cell is ``answer = None  # your ...`` followed by the ``check_exercise`` call, and the
   Markdown above it states the task and says that running the cell as it is shows the task again.
 * Small helpers the notebook needs (a toy problem, a measure) live beside the checker, so that each notebook stays
@@ -30,6 +34,8 @@ from __future__ import annotations
 import numbers
 from collections.abc import Callable
 from typing import Any
+
+from ..config import Config
 
 
 class WrongAnswer(AssertionError):
@@ -49,6 +55,34 @@ def require(ok: bool, message: str) -> None:
 def is_number(value) -> bool:
     """A real number (Python's or NumPy's), not a bool nor a string."""
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def is_whole(value) -> bool:
+    """An integer (Python's or NumPy's), not a bool."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def shown(value, width: int = 80) -> str:
+    """``repr(value)`` on one line, cut to ``width`` characters: how a message names a bad value (an array's repr
+    spans lines; a huge integer's has too many digits to print)."""
+    if is_whole(value) and abs(int(value)).bit_length() > 256:
+        return f"an integer of {abs(int(value)).bit_length()} bits"
+    text = " ".join(repr(value).split())
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
+def need_config(name: str, value) -> None:
+    """ValueError unless the setting ``name`` is a fedkit Config."""
+    if not isinstance(value, Config):
+        raise ValueError(f"{name} must be a fedkit Config (the notebook's), got {shown(value)}")
+
+
+def seed_list(seeds) -> list[int]:
+    """The setting ``seeds`` as a list (a non-empty list, tuple or range of integers ≥ 0), or ValueError naming it."""
+    found = list(seeds) if isinstance(seeds, (list, tuple, range)) else []
+    if not found or not all(is_whole(s) and s >= 0 for s in found):
+        raise ValueError(f"seeds must be a non-empty list of integers ≥ 0, got {shown(seeds)}")
+    return found
 
 
 def check(answer, reference, judge: Callable[[Any], str], task: str, hint: str, form: str) -> None:

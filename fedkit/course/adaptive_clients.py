@@ -11,7 +11,7 @@ import numpy as np
 
 from ..config import Config
 from ..seeds import run_seeds
-from . import check, is_number, require
+from . import check, is_number, need_config, require, seed_list, shown
 
 REFERENCE_LR = 1e-3  # FAdamGC ahead by about 12 points on seeds 0–1 of lesson 05; at 1e-2 it falls apart
 LAST = 5  # rounds averaged at the end of a run
@@ -27,19 +27,28 @@ def late_accuracy(history, last: int = LAST) -> float:
     return float(history.rounds["test_accuracy"].dropna().iloc[-last:].mean())
 
 
+def configs(lr: float, fadamgc: Config) -> dict[str, Config]:
+    """The two methods compared at client learning rate ``lr``: LocalAdam and FAdamGC (``fadamgc``)."""
+    return {"LocalAdam": fadamgc.replace(algorithm="local_adam", algorithm_args={}, lr=lr),
+            "FAdamGC": fadamgc.replace(lr=lr)}
+
+
 def check_exercise(lr: float | None, fadamgc: Config, seeds) -> None:
     """The exercise (see :func:`fedkit.course.check`): a client learning rate ``lr`` at which FAdamGC (``fadamgc``, a
     config with the client Adam) ends ahead of LocalAdam at the same ``lr`` (late accuracy averaged over ``seeds``)."""
+    need_config("fadamgc", fadamgc)
     if fadamgc.algorithm != "fadamgc":
         raise ValueError("the exercise compares FAdamGC with LocalAdam: give FAdamGC's config, got "
                          f"{fadamgc.algorithm!r}")
+    seeds = seed_list(seeds)
+    configs(REFERENCE_LR, fadamgc)  # LocalAdam on fadamgc's settings, by Config's rules (ConfigError, a ValueError)
 
     def judge(lr) -> str:
-        require(is_number(lr) and 0 < lr <= 1, f"η_l must be a number in (0, 1], got {lr!r}")
-        configs = {"LocalAdam": fadamgc.replace(algorithm="local_adam", algorithm_args={}, lr=float(lr)),
-                   "FAdamGC": fadamgc.replace(lr=float(lr))}
-        runs = run_seeds(configs, list(seeds))
-        acc = {label: float(np.mean([late_accuracy(runs[label, s]) for s in seeds])) for label in configs}
+        require(is_number(lr) and 0 < lr <= 1, f"η_l must be a number in (0, 1], got {shown(lr)}")
+        lr = float(lr)
+        runs = run_seeds(configs(lr, fadamgc), seeds)
+        acc = {label: float(np.mean([late_accuracy(runs[label, s]) for s in seeds])) for label in ("LocalAdam",
+                                                                                                  "FAdamGC")}
         require(acc["FAdamGC"] > acc["LocalAdam"],
                 f"with η_l = {lr:g}, FAdamGC ends at {acc['FAdamGC']:.3f} and LocalAdam at {acc['LocalAdam']:.3f}: "
                 "not ahead; " + ("the correction is estimated a round earlier and goes stale when each round moves "

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..config import Config
 from ..seeds import run_seeds
-from . import check, is_number, require
+from . import check, is_number, need_config, require, seed_list, shown
 
 REFERENCE_C = 0.5  # DRAG's robust default: a reversed upload becomes +r
 MARGIN = 0.10  # how far ahead of attacked FedAvg DRAG must end (accuracy, mean over seeds)
@@ -25,19 +25,26 @@ def late_accuracy(history, last: int = LAST) -> float:
     return float(history.rounds["test_accuracy"].dropna().iloc[-last:].mean())
 
 
+def configs(c: float, attacked: Config, root_samples: int) -> dict[str, Config]:
+    """The two methods compared under ``attacked``'s threat: FedAvg and robust DRAG with ``c``."""
+    return {"FedAvg": attacked.replace(algorithm="fedavg", algorithm_args={"weighting": "uniform"}),
+            "DRAG": attacked.replace(algorithm="drag_robust", algorithm_args={"c": c, "root_samples": root_samples})}
+
+
 def check_exercise(c: float | None, attacked: Config, seeds, root_samples: int) -> None:
     """The exercise (see :func:`fedkit.course.check`): a ``c`` at which robust DRAG ends at least MARGIN ahead of
     FedAvg, both under ``attacked``'s threat (late accuracy averaged over ``seeds``)."""
+    need_config("attacked", attacked)
     if attacked.threat != "random_scaling":
         raise ValueError(f"the exercise compares methods under the random_scaling threat, got {attacked.threat!r}")
+    seeds = seed_list(seeds)
+    configs(REFERENCE_C, attacked, root_samples)  # root_samples, by Config's rules (ConfigError, a ValueError)
 
     def judge(c) -> str:
-        require(is_number(c) and 0 <= c <= 1, f"c must be a number in [0, 1], got {c!r}")
-        configs = {"FedAvg": attacked.replace(algorithm="fedavg", algorithm_args={"weighting": "uniform"}),
-                   "DRAG": attacked.replace(algorithm="drag_robust",
-                                            algorithm_args={"c": float(c), "root_samples": root_samples})}
-        runs = run_seeds(configs, list(seeds))
-        acc = {label: float(np.mean([late_accuracy(runs[label, s]) for s in seeds])) for label in configs}
+        require(is_number(c) and 0 <= c <= 1, f"c must be a number in [0, 1], got {shown(c)}")
+        c = float(c)
+        runs = run_seeds(configs(c, attacked, root_samples), seeds)
+        acc = {label: float(np.mean([late_accuracy(runs[label, s]) for s in seeds])) for label in ("FedAvg", "DRAG")}
         hint = ("a reversed upload becomes (4c − 1) r: below c = 1/4 it still pushes the model backwards" if c <= 0.25
                 else "look at how λ grows with c")
         require(acc["DRAG"] >= acc["FedAvg"] + MARGIN,

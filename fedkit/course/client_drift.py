@@ -7,7 +7,7 @@ import numpy as np
 from ..analysis import drift_paths
 from ..config import Config
 from ..data.toy import optimum, quadratic
-from . import check, require
+from . import check, is_whole, require, shown
 
 # client i minimises f_i(w) = ½ (w − b_i)ᵀ A_i (w − b_i): centres b_i and curvatures A_i
 CENTERS = [[2.0, 0.0], [-1.0, 3.0], [0.5, -2.0], [-3.0, -1.0]]
@@ -18,6 +18,7 @@ TOLERANCE = 0.05  # the exercise: FedAvg ends within this distance of w*
 TASK = "find a number of local steps K at which FedAvg (η_l = {lr:g}, {rounds} rounds) ends within {tol} of w*."
 HINT = "reason from the text above before you try values, and think about what that K costs in communication."
 REFERENCE_K = 1  # each round is then one gradient step on the global objective
+MAX_K = 20  # answers above are refused before running (K = 10 already drifts; 100 rounds of K = 100 take ~20 s)
 
 
 def toy_config(algorithm: str = "fedavg", local_steps: int = 10, lr: float = 0.1, rounds: int = 60, **fields) -> Config:
@@ -41,13 +42,16 @@ def distances(cfg: Config) -> np.ndarray:
 def check_exercise(local_steps, lr: float = 0.1, rounds: int = 100) -> None:
     """The exercise (see :func:`fedkit.course.check`): a number of local steps K at which FedAvg (η_l = ``lr``,
     ``rounds`` rounds) ends within 0.05 of w*."""
+    toy_config("fedavg", REFERENCE_K, lr, rounds)  # the settings, by Config's rules (ConfigError, a ValueError)
+
     def judge(k) -> str:
-        require(isinstance(k, int | np.integer) and not isinstance(k, bool) and k >= 1,
-                f"K must be a whole number of local steps ≥ 1, got {k!r}")
-        final = distances(toy_config("fedavg", int(k), lr, rounds))[-1]
+        require(is_whole(k) and 1 <= k <= MAX_K,
+                f"K must be a whole number of local steps in [1, {MAX_K}], got {shown(k)}")
+        k = int(k)
+        final = distances(toy_config("fedavg", k, lr, rounds))[-1]
         require(final < TOLERANCE, f"with K = {k} FedAvg ends {final:.3f} from w* after {rounds} rounds, not within "
                                    f"{TOLERANCE}: its clients still drift. Take fewer local steps.")
         return f"with K = {k} FedAvg ends {final:.1e} from w*"
 
     task = TASK.format(lr=lr, rounds=rounds, tol=TOLERANCE)
-    check(local_steps, REFERENCE_K, judge, task, HINT, "your K (a whole number ≥ 1)")
+    check(local_steps, REFERENCE_K, judge, task, HINT, f"your K (a whole number in [1, {MAX_K}])")

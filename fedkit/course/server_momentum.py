@@ -10,7 +10,7 @@ import numpy as np
 
 from ..config import Config
 from ..seeds import run_seeds
-from . import check, is_number, require
+from . import check, is_number, need_config, require, seed_list, shown
 
 REFERENCE_BETA = 0.3  # ahead of FedAvg on every seed 0–4 after 20 rounds in lesson 04 (β = 0.05: behind on all)
 LAST = 5  # rounds averaged at the end of a run
@@ -26,20 +26,29 @@ def late_accuracy(history, last: int = LAST) -> float:
 
 def compare(beta: float, base: Config, seeds, rounds: int) -> dict[str, float]:
     """{"FedAvg": ..., "FedAvg-M": ...}: late accuracy averaged over ``seeds`` after ``rounds`` rounds of ``base``."""
+    runs = run_seeds(configs(beta, base, rounds), list(seeds))
+    return {label: float(np.mean([late_accuracy(runs[label, s]) for s in seeds])) for label in ("FedAvg", "FedAvg-M")}
+
+
+def configs(beta: float, base: Config, rounds: int) -> dict[str, Config]:
+    """The two methods compared: FedAvg (uniform weights, as FedAvg-M) and FedAvg-M with ``beta``, ``rounds`` rounds."""
     short = base.replace(rounds=rounds)
-    configs = {"FedAvg": short.replace(algorithm="fedavg", algorithm_args={"weighting": "uniform"}),  # as FedAvg-M
-               "FedAvg-M": short.replace(algorithm="fedavg_m", algorithm_args={"beta": beta})}
-    runs = run_seeds(configs, list(seeds))
-    return {label: float(np.mean([late_accuracy(runs[label, s]) for s in seeds])) for label in configs}
+    return {"FedAvg": short.replace(algorithm="fedavg", algorithm_args={"weighting": "uniform"}),
+            "FedAvg-M": short.replace(algorithm="fedavg_m", algorithm_args={"beta": beta})}
 
 
 def check_exercise(beta: float | None, base: Config, seeds, rounds: int = 20) -> None:
     """The exercise (see :func:`fedkit.course.check`): a β at which FedAvg-M beats FedAvg after ``rounds`` rounds of
     ``base`` (late accuracy averaged over ``seeds``)."""
+    need_config("base", base)
+    seeds = seed_list(seeds)
+    configs(REFERENCE_BETA, base, rounds)  # the settings, by Config's rules (ConfigError, a ValueError)
+
     def judge(beta) -> str:
         require(is_number(beta) and 0 < beta <= 1,
-                f"β must be a number in (0, 1] (β = 1 is FedAvg itself), got {beta!r}")
-        acc = compare(float(beta), base, seeds, rounds)
+                f"β must be a number in (0, 1] (β = 1 is FedAvg itself), got {shown(beta)}")
+        beta = float(beta)
+        acc = compare(beta, base, seeds, rounds)
         gap = acc["FedAvg-M"] - acc["FedAvg"]
         hint = ("near β = 1 FedAvg-M is FedAvg itself: try a smaller β" if beta > 0.5
                 else "a small β trusts u, which starts at 0 and lags: try a larger β")

@@ -6,9 +6,11 @@ check the prediction against a run's history.
 """
 from __future__ import annotations
 
-from . import check, require
+from ..history import History
+from . import check, is_whole, require, shown
 
 FLOAT32 = 4  # bytes per parameter
+MAX_BYTES = 2**63 - 1  # a count of bytes fits in an int64
 TASK = "predict the bytes one SCAFFOLD client downloads and uploads per round, as answer = (down, up)."
 HINT = ("the model has P = histories['Flower simulation'].weights.numel() parameters; list what travels each way "
         "(the text above says).")
@@ -32,12 +34,15 @@ def reference(history) -> tuple[int, int]:
 def check_exercise(answer: tuple[int, int] | None, history) -> None:
     """The exercise (see :func:`fedkit.course.check`): ``answer`` = (bytes down, bytes up) per client and round, as
     the SCAFFOLD run ``history`` carried them."""
+    if not isinstance(history, History):
+        raise ValueError(f"history must be a fedkit History (the notebook's Flower run), got {shown(history)}")
     if history.config["algorithm"] != "scaffold":
         raise ValueError(f"the exercise is about SCAFFOLD's messages, got a {history.config['algorithm']!r} run")
 
     def judge(answer) -> str:
-        require(isinstance(answer, tuple | list) and len(answer) == 2 and all(isinstance(b, int) for b in answer),
-                f"answer with two whole numbers of bytes, (down, up), got {answer!r}")
+        require(isinstance(answer, tuple | list) and len(answer) == 2
+                and all(is_whole(b) and 0 <= b <= MAX_BYTES for b in answer),
+                f"answer with two whole numbers of bytes, (down, up), each in [0, 2**63), got {shown(answer)}")
         down, up = measured(history)
         params = history.weights.numel()
         for name, guess, real in (("down", answer[0], down), ("up", answer[1], up)):
