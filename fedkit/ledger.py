@@ -361,8 +361,9 @@ def decide(claim: Claim, scale: str, root: Path) -> Verdict:
     path = source_path(claim, scale, root) if measure is not None else None
     raw = None
     if path is not None and path.exists():
+        frame = _read(path, path.stat().st_mtime_ns)  # an unreadable file is an error, whatever the claim says
         try:
-            raw = measure.raw(_read(path, path.stat().st_mtime_ns))
+            raw = measure.raw(frame)
         except FedkitError:
             if not missing:
                 raise
@@ -412,7 +413,10 @@ def with_cifar10_missing_at_paper(claims: list[Claim]) -> list[Claim]:
 @functools.lru_cache(maxsize=64)
 def _read(path: Path, mtime_ns: int) -> pd.DataFrame:
     """A committed CSV, read once per version of the file (many claims query the same one)."""
-    return pd.read_csv(path)
+    try:
+        return pd.read_csv(path)
+    except (UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as err:
+        raise FedkitError(f"{path} cannot be read as a CSV: {' '.join(str(err).splitlines())}") from None
 
 
 def sign_test(k: int, n: int) -> float:
@@ -696,30 +700,33 @@ def provenance_path(csv: Path) -> Path:
 
 
 def stale(all_claims: list[Claim], root: Path, repo: Path) -> list[tuple[str, str]]:
-    """(claim id, why) for each claim whose small-scale CSV has no provenance, or whose algorithm files changed in a
-    commit after the one the CSV was written at."""
+    """(claim id, why) for each claim whose CSV, at either scale, has no provenance, or whose algorithm files changed
+    in a commit after the one the CSV was written at."""
     import inspect
 
     from .algorithms import ALGORITHMS
 
     out = []
     for c in all_claims:
-        if c.measure is None:
-            continue
-        csv = source_path(c, "small", root)
-        if not csv.exists():
-            continue
-        meta_file = provenance_path(csv)
-        if not meta_file.exists():
-            out.append((c.id, f"{csv.relative_to(root)} records no provenance (written before provenance existed)"))
-            continue
-        meta = json.loads(meta_file.read_text())
-        algorithms = sorted({a for run in meta.get("runs", {}).values() for a in run.get("algorithms", [])})
-        files = [str(Path(inspect.getsourcefile(ALGORITHMS[a])).relative_to(repo))
-                 for a in algorithms if a in ALGORITHMS]
-        changed = _changed_since(repo, meta.get("commit"), files)
-        if changed:
-            out.append((c.id, f"changed since {meta['commit'][:10]}: {', '.join(changed)}"))
+        for scale in SCALES:
+            if measure_at(c, scale) is None:
+                continue
+            csv = source_path(c, scale, root)
+            if not csv.exists():
+                continue
+            meta_file = provenance_path(csv)
+            if not meta_file.exists():
+                out.append((c.id, f"{csv.relative_to(root)} records no provenance (written before provenance "
+                                  "existed)"))
+                continue
+            meta = json.loads(meta_file.read_text())
+            algorithms = sorted({a for run in meta.get("runs", {}).values() for a in run.get("algorithms", [])})
+            files = [str(Path(inspect.getsourcefile(ALGORITHMS[a])).relative_to(repo))
+                     for a in algorithms if a in ALGORITHMS]
+            changed = _changed_since(repo, meta.get("commit"), files)
+            if changed:
+                out.append((c.id, f"{csv.relative_to(root)}: changed since {meta['commit'][:10]}: "
+                                  f"{', '.join(changed)}"))
     return out
 
 

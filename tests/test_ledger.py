@@ -279,3 +279,11 @@ def test_the_prose_cites_only_csvs_that_exist():
     for doc in ("README.md", "REPRODUCTION.md"):
         for name in re.findall(r"`([A-Za-z0-9_./-]+\.csv)`", (REPO / doc).read_text(encoding="utf-8")):
             assert ((REPO / name).exists() if "/" in name else name in committed), f"{doc} cites {name}"
+
+
+def test_ledger_stale_reads_both_scales(tmp_path):
+    for folder in (tmp_path / "test", tmp_path / "test" / "paper"):
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "x.csv").write_text("method,seed,v\nA,0,1\n")
+    found = ledger.stale([claim(Order(("A", "B")))], tmp_path, REPO)
+    assert [why.split(" ")[0] for _, why in found] == ["test/x.csv", "test/paper/x.csv"]  # neither has provenance
