@@ -52,7 +52,7 @@ GPU_MISSING = "paper scale not run yet (`fedkit figures --scale paper --plan` li
 class Measure:
     """Rows of ``source`` (a CSV under figures/<paper>/) filtered by ``where`` (column → value or list of values),
     one value per (``seed``, ``by``) from column ``value``. A per-round CSV is first reduced per run by ``reduce``:
-    "last" (the last round's value), "tail:N" (the mean of the last N rounds; N < 1: that fraction of the rounds),
+    "last" (the last round's value), "best" (the highest value over the rounds), "tail:N" (the mean of the last N rounds; N < 1: that fraction of the rounds),
     "tailstd:N" (their standard deviation: how steady a run ends), or "reach:T" (the first round whose value is ≥ T;
     a run that never reaches it gets NaN). ``fill`` replaces NaN (a diverged run, or one that never
     reached the target) by a value, e.g. 0 for accuracy or the round cap + 1 for rounds, so that it loses a
@@ -106,6 +106,8 @@ class Measure:
         values = run[self.value].to_numpy(dtype=float)
         if kind == "last":
             return float(values[-1])
+        if kind == "best":
+            return float(np.nanmax(values)) if np.isfinite(values).any() else math.nan
         if kind in ("tail", "tailstd"):  # the last N rows, or the last fraction N < 1 of them
             n = max(1, int(float(arg) * len(values))) if float(arg) < 1 else int(arg)
             return float(np.mean(values[-n:]) if kind == "tail" else np.std(values[-n:], ddof=1))
@@ -113,7 +115,7 @@ class Measure:
             hit = np.flatnonzero(values >= float(arg))
             rounds = run["round"].to_numpy() if "round" in run else np.arange(len(run))
             return float(rounds[hit[0]]) if len(hit) else math.nan
-        raise FedkitError(f"unknown reduce {self.reduce!r}: 'last', 'tail:N', 'tailstd:N' or 'reach:T'")
+        raise FedkitError(f"unknown reduce {self.reduce!r}: 'last', 'best', 'tail:N', 'tailstd:N' or 'reach:T'")
 
 
 # ---- rules: values -> does each seed agree with the claim? --------------------------------------------------------

@@ -148,6 +148,8 @@ def test_ledger_measure_reduces_rounds_per_run():
     frame = pd.DataFrame(rows)
     last = Measure("x.csv", "acc", reduce="last").values(frame)
     assert last.loc[0, "A"] == 0.8 and last.loc[1, "B"] == 0.9
+    best = Measure("x.csv", "acc", reduce="best").values(frame)
+    assert best.loc[0, "A"] == 0.9 and best.loc[0, "B"] == 0.95
     tail = Measure("x.csv", "acc", reduce="tail:2").values(frame)
     assert tail.loc[0, "A"] == pytest.approx(0.85)
     reach = Measure("x.csv", "acc", reduce="reach:0.85").raw(frame)
