@@ -1,9 +1,14 @@
 """run(config) -> History: iterate a Federation's rounds and add what an experiment needs around them — the result
 cache, checkpoint/resume, the evaluation schedule, divergence, per-round and per-client records and the simulated
-clock (compute + traffic over the link)."""
+clock (compute + traffic over the link).
+
+One process at a time trains a cache entry: ``run`` and ``run_together`` lock each config's entry (``.<key>.lock``
+beside it) from reading the cache to saving the result. A second run of the same config, in another process, says
+that it waits, then reads the finished result, or resumes the checkpoint of a run that stopped early."""
 from __future__ import annotations
 
 import dataclasses
+import fcntl
 import hashlib
 import io
 import itertools
@@ -14,6 +19,7 @@ import sys
 import time
 import warnings
 from collections.abc import Callable
+from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
 
@@ -88,11 +94,13 @@ def run(cfg: Config, *, cache: str | Path | bool | None = None, progress: bool =
 
     ``cache``: a directory (default $FEDKIT_CACHE or ~/.cache/fedkit/runs), or False for none. A finished
     run with the same config hash is loaded instead of retrained; an unfinished one resumes from its
-    checkpoint (written after every round). ``callbacks`` get each round's record after it is logged.
+    checkpoint (written after every round); one being trained by another process is waited for.
+    ``callbacks`` get each round's record after it is logged.
     """
-    r = Run(cfg, cache=cache, progress=progress, callbacks=callbacks)
-    r.train_alone()
-    return r.finish()
+    with _entries_locked([cfg], cache):
+        r = Run(cfg, cache=cache, progress=progress, callbacks=callbacks)
+        r.train_alone()
+        return r.finish()
 
 
 class Run:
@@ -101,7 +109,7 @@ class Run:
     from ``state`` on (``record``, True once the run must stop) and ``finish``."""
 
     def __init__(self, cfg: Config, *, cache=None, progress: bool = True, callbacks=()):
-        root = None if cache is False else Path(default_cache() if cache in (None, True) else cache)
+        root = _cache_root(cache)
         cfg = finished_run(cfg, root) or cfg
         self.cfg, self.callbacks, self.history = cfg, callbacks, None
         SEEN[cfg.key()] = cfg
@@ -225,7 +233,12 @@ def run_together(cfgs: list[Config], **run_args) -> list[History]:
     random streams, cache entry and checkpoints, and its history equals its own ``run``'s to float tolerance.
     Seeds that resume from checkpoints of different rounds train only the rounds behind until they are in step (a
     stack shares one round's η_l and t). Configs the vectorized engine would not run, or whose data or frozen
-    parameters differ, run one by one."""
+    parameters differ, run one by one. Another process's runs of these configs are waited for, as in ``run``."""
+    with _entries_locked(cfgs, run_args.get("cache")):
+        return _run_together(cfgs, **run_args)
+
+
+def _run_together(cfgs: list[Config], **run_args) -> list[History]:
     runs = [Run(cfg, **run_args) for cfg in cfgs]
     live = [r for r in runs if r.history is None]
     if not _share_an_engine(live):
@@ -249,6 +262,52 @@ def run_together(cfgs: list[Config], **run_args) -> list[History]:
         if stops:
             raise stops[0]
     return [r.finish() for r in runs]
+
+
+def _cache_root(cache) -> Path | None:
+    """The run cache of a ``cache`` argument: None for False (no cache), else the folder."""
+    return None if cache is False else Path(default_cache() if cache in (None, True) else cache)
+
+
+@contextmanager
+def _entries_locked(cfgs: list[Config], cache):
+    """Hold the cache entries of ``cfgs`` against other processes (one lock file each, removed on release)."""
+    root = _cache_root(cache)
+    keys = [] if root is None else sorted({c.key() for c in cfgs})  # one order in every process: no deadlock
+    held = []
+    try:
+        for key in keys:
+            held.append((root / f".{key}.lock", _lock(root / f".{key}.lock", key)))
+        yield
+    finally:
+        for path, fd in held:
+            path.unlink(missing_ok=True)  # before the release: a waiter then finds its file gone and locks anew
+            os.close(fd)
+
+
+def _lock(path: Path, key: str) -> int:
+    """An exclusive lock on the file ``path``, waited for (and said so) while another process holds it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    said = False
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if not said:
+                holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+                print(f"fedkit: run {key} is being trained by process {holder}; waiting for it to finish",
+                      file=sys.stderr, flush=True)
+                said = True
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            if os.stat(path).st_ino == os.fstat(fd).st_ino:
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, str(os.getpid()).encode(), 0)
+                return fd
+        except FileNotFoundError:  # its holder removed it on release
+            pass
+        os.close(fd)
 
 
 def _share_an_engine(runs: list[Run]) -> bool:

@@ -112,3 +112,30 @@ def test_a_killed_precompute_leaves_no_worker_or_resource_tracker_behind(tmp_pat
         for pid in [parent.pid, *kids]:
             if alive(pid):
                 os.kill(pid, signal.SIGKILL)
+
+
+# ---- one process at a time trains a cache entry
+def test_a_second_process_running_the_same_config_waits_and_reads_the_first_ones_result(tmp_path):
+    from fedkit.runner import Run, _entries_locked
+
+    cfg = tiny()
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from fedkit import Config, run; "
+         "h = run(Config.from_dict(eval(sys.argv[1])), cache=sys.argv[2], progress=False); "
+         "print(h.rounds['seconds'].tolist())", repr(cfg.to_dict()), str(tmp_path)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        with _entries_locked([cfg], tmp_path):  # this process holds the entry, as a run training it would
+            said = child.stderr.readline()
+            assert said == f"fedkit: run {cfg.key()} is being trained by process {os.getpid()}; waiting for it to " \
+                           "finish\n"
+            r = Run(cfg, cache=tmp_path, progress=False)
+            r.train_alone()
+            trained = r.finish()
+        out, err = child.communicate(timeout=300)
+    finally:
+        child.kill()
+    assert child.returncode == 0, err
+    assert err == ""  # it neither trained nor resumed: it read the finished run
+    assert out == f"{trained.rounds['seconds'].tolist()}\n"  # the wall seconds of this process's training
+    assert list(tmp_path.glob(".*.lock")) == []
