@@ -13,10 +13,12 @@ from __future__ import annotations
 import argparse
 import html
 import json
+import os
 import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +27,7 @@ from .errors import FedkitError
 
 COURSE = "teaching"
 TABLE_ROWS = 15  # a CSV shown as a table shows its first rows
+MARKER = ".fedkit-book"  # written into every site the book builds: only a folder holding it is ever replaced
 
 
 @dataclass
@@ -137,7 +140,8 @@ def _title(nb, stem: str) -> str:
 
 def build(out: str | Path = "site", root: str | Path | None = None) -> Book:
     """Write the book to ``out`` (a static site) from the checkout at ``root`` (default: the one around the
-    current folder); the notebooks, the Markdown and mkdocs.yml are assembled in <root>/_build/book first."""
+    current folder); the notebooks, the Markdown and mkdocs.yml are assembled in <root>/_build/book first. The site
+    is built beside ``out`` and then takes its place: ``out`` must be new, empty or an earlier build."""
     import nbformat
 
     started = time.perf_counter()
@@ -148,6 +152,7 @@ def build(out: str | Path = "site", root: str | Path | None = None) -> Book:
             raise FedkitError(f"no fedkit checkout (with notebooks/) above {Path.cwd()}; run from a clone")
     root = Path(root).resolve()
     out = Path(out) if Path(out).is_absolute() else Path.cwd() / out
+    check_out(out)
     work = root / "_build" / "book"
     docs = work / "docs"
     shutil.rmtree(docs, ignore_errors=True)  # work/.cache (mkdocs-jupyter's, by content) is kept for the next build
@@ -200,22 +205,54 @@ def build(out: str | Path = "site", root: str | Path | None = None) -> Book:
     (docs / "concepts.md").write_text(concepts((root / "README.md").read_text(encoding="utf-8")), encoding="utf-8")
     shutil.copy2(root / "REPRODUCTION.md", docs / "reproduction.md")
     (docs / "index.md").write_text(_index(sections), encoding="utf-8")
-    config = {"site_name": "fedkit", "docs_dir": str(docs), "site_dir": str(out), "use_directory_urls": False,
+    out.parent.mkdir(parents=True, exist_ok=True)
+    built = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))  # swapped in for out once complete
+    umask = os.umask(0)
+    os.umask(umask)
+    built.chmod(0o777 & ~umask)  # a site's usual permissions, not mkdtemp's private 0700
+    config = {"site_name": "fedkit", "docs_dir": str(docs), "site_dir": str(built), "use_directory_urls": False,
               "theme": {"name": "material", "font": False, "features": ["navigation.sections"]},
               "markdown_extensions": ["tables", "admonition"],
               "plugins": ["search", {"mkdocs-jupyter": {"execute": False, "include_source": True,
                                                         "include_requirejs": False, "ignore_h1_titles": False}}],
               "nav": nav}
     (work / "mkdocs.yml").write_text(json.dumps(config, indent=1), encoding="utf-8")  # JSON is YAML
-    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--quiet", "--clean", "-f",
-                           str(work / "mkdocs.yml")], capture_output=True, text=True,
-                          cwd=work)  # mkdocs-jupyter's .cache/ goes under the git-ignored _build/
-    if done.returncode != 0:
-        raise FedkitError(f"mkdocs build failed (is the book's extra installed? pip install -e \".[book]\"):\n"
-                          f"{done.stderr.strip()[-3000:]}")
+    try:
+        done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--quiet", "-f", str(work / "mkdocs.yml")],
+                              capture_output=True, text=True,
+                              cwd=work)  # mkdocs-jupyter's .cache/ goes under the git-ignored _build/
+        if done.returncode != 0:
+            raise FedkitError(f"mkdocs build failed (is the book's extra installed? pip install -e \".[book]\"):\n"
+                              f"{done.stderr.strip()[-3000:]}")
+        (built / MARKER).write_text("a site built by `fedkit book`, which replaces this folder when it builds again\n",
+                                    encoding="utf-8")
+        _replace(out, built)
+    finally:
+        shutil.rmtree(built, ignore_errors=True)  # left only where the build failed
     book.pages = sorted(str(p.relative_to(out)) for p in out.rglob("*.html") if p.parts[len(out.parts)] != "assets")
     book.seconds = time.perf_counter() - started
     return book
+
+
+def check_out(out: Path) -> None:
+    """Refuse an ``out`` that is a file, or a folder holding files that no book build wrote (no ``MARKER``)."""
+    if out.exists() and not out.is_dir():
+        raise FedkitError(f"{str(out)!r} is a file, not a folder")
+    if out.is_dir() and any(out.iterdir()) and not (out / MARKER).is_file():
+        raise FedkitError(f"{str(out)!r} holds files that no book build wrote (it has no {MARKER}): "
+                          f"name a new or empty folder, or an earlier book's")
+
+
+def _replace(out: Path, built: Path) -> None:
+    """Move the complete site ``built`` to ``out``, an empty folder or an earlier build, which is removed."""
+    if not out.exists():
+        built.rename(out)
+        return
+    check_out(out)  # again: the folder may have gained files during the build
+    old = built.with_name(built.name + ".old")
+    out.rename(old)
+    built.rename(out)
+    shutil.rmtree(old)
 
 
 def _index(sections: list[tuple[str, str]]) -> str:
