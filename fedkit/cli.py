@@ -7,15 +7,17 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import inspect
 import os
 import re
 import sys
+import tempfile
 import typing
 from pathlib import Path
 
 import yaml
 
-from .config import Config
+from .config import Config, is_device
 from .configfile import as_number, config_from, read_fields, read_yaml
 from .errors import ConfigError, FedkitError
 
@@ -30,8 +32,9 @@ HELP = {
     "clients_per_round": "a count of clients sampled each round instead of a fraction (overrides participation)",
     "model": "model (fedkit list models)",
     "model_args": "options of the model",
-    "algorithm": "algorithm, or a comma-separated list to compare (fedkit list algorithms)",
-    "algorithm_args": "hyper-parameters of the algorithm, e.g. '{mu: 0.01}' for fedprox",
+    "algorithm": "algorithm, or a list to compare: 'fedavg,fedprox' or '[fedavg, {name: fedprox, mu: 0.01}]' "
+                 "(an entry's own options; fedkit list algorithms)",
+    "algorithm_args": "hyper-parameters of every algorithm compared, e.g. '{mu: 0.01}' for fedprox",
     "rounds": "communication rounds",
     "local_steps": "K, local steps per round; set exactly one of local_steps / local_epochs (null unsets)",
     "local_epochs": "E: client i then takes E·⌈n_i / batch_size⌉ steps per round",
@@ -101,6 +104,57 @@ def _out_dir(text: str) -> Path:
     return Path(text)
 
 
+def _writable(folder: Path, option: str) -> None:
+    """Make ``folder`` and write a probe file in it, so that one that cannot be written is refused before anything
+    trains (a permission check alone passes a root user, or a place such as /proc)."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as err:
+        raise ConfigError(f"{option} {str(folder)!r} cannot be written: {err.strerror or err}") from None
+
+
+def _book_dir(text: str) -> Path:
+    from .book import check_out
+
+    _out_dir(text)
+    try:
+        check_out(Path(text).absolute())
+    except FedkitError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+    return Path(text)
+
+
+PRECOMPUTE_LOG_HEADER = "runs,"  # how a CSV that fedkit.precompute appended rows to begins (its first column)
+
+
+def _log_file(text: str) -> Path:
+    """A CSV to append precompute rows to: new, or one that precompute wrote (never another file)."""
+    path = Path(text)
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text!r} is a folder, not a CSV file")
+    if path.exists() and path.stat().st_size:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            if not handle.readline().startswith(PRECOMPUTE_LOG_HEADER):
+                raise argparse.ArgumentTypeError(f"{text!r} exists and is not a precompute log (it does not begin "
+                                                 f"with precompute's header): name a new file or an earlier log")
+    _out_dir(str(path.absolute().parent))
+    return path
+
+
+def _device(text: str) -> str:
+    if not is_device(text):
+        raise argparse.ArgumentTypeError(f"must be cpu, cuda, cuda:N or mps, got {text!r}")
+    return text
+
+
+def _existing_dir(text: str) -> Path:
+    if not Path(text).is_dir():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a folder")
+    return Path(text)
+
+
 def _notebook_parameter(text: str) -> tuple[str, object]:
     name, sep, value = text.partition("=")
     if not sep or not name.isidentifier():
@@ -163,6 +217,9 @@ def _image_file(text: str) -> Path:
     if suffix not in formats:
         raise argparse.ArgumentTypeError(f"must name an image file ending in one of .{', .'.join(formats)}, "
                                          f"got {text!r}")
+    if Path(text).exists():
+        raise argparse.ArgumentTypeError(f"{text!r} exists: fedkit writes a new file and overwrites none (remove it, "
+                                         f"or name another)")
     _out_dir(str(Path(text).absolute().parent))
     return Path(text)
 
@@ -198,13 +255,51 @@ def _run_parser(sub):
                    help="fedkit's own engines, or Flower's simulation engine (the flower extra) (default: fedkit)")
 
 
+def methods(algorithm) -> list[tuple[str, dict]]:
+    """(name, its own options) of each method ``algorithm`` names: a comma-separated string, or a list whose entries
+    are names or mappings such as {name: fedprox, mu: 0.01}."""
+    entries = algorithm if isinstance(algorithm, list) else [algorithm] if isinstance(algorithm, dict) else \
+        str(algorithm).split(",")
+    if not entries:
+        raise ConfigError("algorithm is an empty list: name at least one method")
+    found = []
+    for entry in entries:
+        if isinstance(entry, str):
+            found.append((entry.strip(), {}))
+        elif isinstance(entry, dict) and isinstance(entry.get("name"), str):
+            found.append((entry["name"], {k: v for k, v in entry.items() if k != "name"}))
+        else:
+            raise ConfigError(f"algorithm entry {entry!r} is neither a name nor a mapping with a name, such as "
+                              f"{{name: fedprox, mu: 0.01}}")
+    return found
+
+
 def configs(args) -> dict[str, Config]:
-    """One validated Config per algorithm named: the config file's fields, then the options."""
+    """One validated Config per method compared, by label: the config file's fields, then the options; a method's
+    own options (an ``algorithm`` entry {name: fedprox, mu: 0.01}) are added to ``algorithm_args`` and its label."""
     values = {**args.config, **{f.name: getattr(args, f.name) for f in dataclasses.fields(Config)
                                 if hasattr(args, f.name)}}
-    names = values.pop("algorithm", Config.algorithm)
-    names = names if isinstance(names, list) else str(names).split(",")
-    return {str(n).strip(): config_from({**values, "algorithm": str(n).strip()}) for n in names}
+    shared = values.pop("algorithm_args", {})
+    if not isinstance(shared, dict):
+        raise ConfigError(f"algorithm_args must be a mapping of option names to values, got {shared!r}")
+    runs = {}
+    for name, own in methods(values.pop("algorithm", Config.algorithm)):
+        label = name + (f"({', '.join(f'{k}={v}' for k, v in own.items())})" if own else "")
+        if label in runs:
+            raise ConfigError(f"algorithm lists {label!r} twice")
+        runs[label] = config_from({**values, "algorithm": name, "algorithm_args": {**shared, **own}})
+    return runs
+
+
+def method_settings(cfg: Config) -> tuple[str, str]:
+    """How ``cfg``'s algorithm weights the clients' updates ('data': by data size, 'uniform': equally), and its
+    other options as it runs with them, defaults included."""
+    from .algorithms import ALGORITHMS
+
+    params = inspect.signature(ALGORITHMS[cfg.algorithm]).parameters.values()
+    options = {p.name: p.default for p in params if p.default is not p.empty} | cfg.algorithm_args
+    options.pop("weighting", None)
+    return cfg.build_algorithm().weighting, ", ".join(f"{k}={v}" for k, v in options.items()) or "-"
 
 
 def _flower():
@@ -236,13 +331,20 @@ def cmd_run(args) -> int:
     if args.backend == "flower":
         for cfg in runs.values():
             _flower().refuse(cfg)
+    _writable(args.out, "--out")
     histories = {name: _train(cfg, args) for name, cfg in runs.items()}
     first = next(iter(runs.values()))
     table = summary_table(histories, targets=args.targets)
     print(f"\n{first.dataset} · {first.partition} {first.partition_args} · {first.num_clients} clients · "
           f"{first.rounds} rounds · model {first.model}\n")
+    settings = {label: method_settings(cfg) for label, cfg in runs.items()}
+    width = max(map(len, ["method", *settings]))
+    print(f"{'method':<{width}}  weighting  options  (weighting: data = by client data size, uniform = equal)")
+    for label, (weighting, options) in settings.items():
+        print(f"{label:<{width}}  {weighting:<9}  {options}")
+    print()
     print(table.to_string())
-    png = args.out / f"curves-{first.dataset}-{'-'.join(runs)}.png"
+    png = args.out / f"curves-{first.dataset}-{'-'.join(cfg.algorithm for cfg in runs.values())}.png"
     learning_curves(histories, title=f"{first.dataset}, {first.partition} {first.partition_args}", path=png)
     print(f"\nHistories: {args.out}/<algorithm>-<config hash>/   learning curves: {png}")
     return 0
@@ -258,6 +360,8 @@ def cmd_partition(args) -> int:
         partition_args["phi"] = Config().partition_args["phi"]  # Config's default φ
     cfg = Config(dataset=args.dataset, dataset_args=args.dataset_args, partition=args.partition,
                  partition_args=partition_args, num_clients=args.clients, seed=args.seed)
+    if args.plot is not None:
+        _writable(args.plot.parent, "--plot")
     data = load_dataset(cfg.dataset, **cfg.dataset_args)
     if data.task != "classification":
         raise ConfigError(f"dataset {cfg.dataset!r} has no classes to count (its task is {data.task!r})")
@@ -269,7 +373,6 @@ def cmd_partition(args) -> int:
     shown = label_table(counts, unit=args.unit).round(3) if args.unit == "shares" else counts
     print(shown.assign(total=counts.sum(axis=1)).to_string())
     if args.plot is not None:
-        args.plot.parent.mkdir(parents=True, exist_ok=True)
         fig, _, _ = label_distribution(counts, unit=args.unit, kind=args.kind,
                                        title=f"{cfg.dataset}, {cfg.partition} {cfg.partition_args}, "
                                              f"{cfg.num_clients} clients, seed {cfg.seed}")
@@ -292,10 +395,49 @@ def cmd_list(args) -> int:
     return 0
 
 
+def _check_figures_flags(args) -> None:
+    """Refuse flags that the chosen mode would ignore."""
+    if args.plan and args.precompute:
+        raise ConfigError("--plan prints the runs and --precompute trains them: give one of the two")
+    mode = "--plan" if args.plan else "--precompute" if args.precompute else None
+    if mode is None and args.match is not None:
+        raise ConfigError(f"--match {args.match!r} picks runs for --plan or --precompute, and neither is given")
+    if mode is not None and args.jobs is not None:
+        raise ConfigError(f"--jobs {args.jobs} runs notebooks at once, which {mode} does not; drop it")
+    for flag, value in (("--workers", args.workers), ("--minutes", args.minutes), ("--log", args.log)):
+        if value is not None and not args.precompute:
+            raise ConfigError(f"{flag} {value} applies to --precompute only, which is not given")
+
+
+def _listed_runs(args) -> None:
+    """Refuse a --match that picks none of the notebooks' listed runs, and a --precompute with none to train; name
+    the notebooks whose runs no paper module lists. Checked before anything is probed or trained."""
+    from .figures import find_notebooks
+    from .plan import matching_runs
+
+    names, unlisted = [], {}
+    for notebook in find_notebooks(args.notebooks):
+        runs, note = matching_runs(notebook, args.scale, args.seed, args.device)
+        if runs is None:
+            unlisted[notebook] = note
+        names += runs or []
+    picked = [n for n in names if args.match is None or re.search(args.match, n)]
+    if names and not picked:
+        raise ConfigError(f"--match {args.match!r} matches none of the {len(names)} runs the notebooks list (names "
+                          f"are '<paper>/<notebook>/<label>', e.g. {names[0]!r})")
+    if not names and (args.precompute or args.match is not None):
+        raise ConfigError(f"no paper module lists a run of {' '.join(args.notebooks) or 'the notebooks'} "
+                          f"(fedkit.papers.<paper>.runs): nothing to {'precompute' if args.precompute else 'match'}")
+    if args.precompute:  # --plan lists them in its table
+        for notebook, note in unlisted.items():
+            print(f"precompute: {notebook} left out: {note}", file=sys.stderr)
+
+
 def cmd_figures(args) -> int:
     from .figures import print_summary, run_notebooks
     from .runner import cached_devices
 
+    _check_figures_flags(args)
     if args.cached_on:
         os.environ["FEDKIT_CACHED_ON"] = ",".join(args.cached_on)  # the notebooks' kernels inherit it
         cached_devices()
@@ -303,8 +445,8 @@ def cmd_figures(args) -> int:
         return cmd_plan(args)
     if args.precompute:
         return cmd_precompute(args)
-    results = run_notebooks(args.notebooks, scale=args.scale, seed=args.seed, device=args.device, jobs=args.jobs,
-                            params=dict(args.param))
+    results = run_notebooks(args.notebooks, scale=args.scale, seed=args.seed, device=args.device,
+                            jobs=args.jobs or 1, params=dict(args.param))
     print_summary(results)
     return 1 if any(r.error for r in results) else 0
 
@@ -315,7 +457,10 @@ def cmd_precompute(args) -> int:
     if args.param:
         raise ConfigError("--precompute trains the notebooks' listed runs with their default parameters; "
                           "drop -p/--param")
-    rows = precompute(args.notebooks, args.scale, device=args.device, seed=args.seed, workers=args.workers,
+    _listed_runs(args)
+    if args.log is not None:
+        _writable(args.log.parent, "--log")
+    rows = precompute(args.notebooks, args.scale, device=args.device, seed=args.seed, workers=args.workers or 1,
                       minutes=args.minutes, match=args.match, log=args.log)
     done = sum(r["status"] == "done" for r in rows)
     print(f"precompute: {done} of {len(rows)} groups done; the notebooks read them from the run cache")
@@ -329,6 +474,8 @@ def cmd_plan(args) -> int:
 
     if args.param:
         raise ConfigError("--plan lists the notebooks' runs with their default parameters; drop -p/--param")
+    if args.match is not None:
+        _listed_runs(args)
     start = time.perf_counter()
     plans, planner = make_plan(args.notebooks, args.scale, seed=args.seed, device=args.device, match=args.match)
     print_plan(plans, planner, args.scale, time.perf_counter() - start)
@@ -342,6 +489,14 @@ def cmd_ledger(args) -> int:
     repo = repo_root()
     if repo is None:
         raise FedkitError("fedkit ledger runs in a fedkit checkout (figures/, REPRODUCTION.md)")
+    installed = Path(__file__).resolve().parent
+    if installed != (repo / "fedkit").resolve():
+        raise FedkitError(f"fedkit ledger decides the claims of the fedkit it runs, {installed}, on the data of this "
+                          f"checkout, {repo}: run it in {installed.parent}, or install this checkout "
+                          f"(pip install -e .)")
+    missing = [name for name in ("figures", "REPRODUCTION.md") if not (repo / name).exists()]
+    if missing:
+        raise FedkitError(f"fedkit ledger needs {' and '.join(missing)} in the checkout {repo}")
     if args.stale:
         found = ledger.stale(ledger.claims(), repo / "figures", repo)
         for cid, why in found:
@@ -440,12 +595,13 @@ def parser() -> argparse.ArgumentParser:
                                    "(status, minutes, figure files written); exit status 1 if any failed.")
     p.add_argument("notebooks", nargs="*", help="notebooks or folders (default: all under notebooks/)")
     p.add_argument("--scale", choices=("ci", "small", "paper"), default="small")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--device", default="cpu")
+    p.add_argument("--seed", type=_seed, default=0, metavar="INT", help="the notebooks' seed (default: 0)")
+    p.add_argument("--device", type=_device, default="cpu", help="cpu, cuda, cuda:N or mps (default: cpu)")
     p.add_argument("--cached-on", action="append", default=[], metavar="DEVICE",
                    help="also read a run from the cache where it finished on DEVICE (repeatable), e.g. render on "
                         "the CPU a figure whose runs trained partly on a GPU; runs found nowhere train on --device")
-    p.add_argument("--jobs", type=_positive_int, default=1, help="notebooks run at once (default 1)")
+    p.add_argument("--jobs", type=_positive_int, default=None, metavar="INT",
+                   help="notebooks run at once (default 1)")
     p.add_argument("-p", "--param", type=_notebook_parameter, action="append", default=[], metavar="NAME=VALUE",
                    help="a further notebook parameter, its value read as YAML (repeatable), "
                         "e.g. -p stand_in=fashion_mnist")
@@ -456,32 +612,37 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--precompute", action="store_true",
                    help="render nothing: train the notebooks' listed runs into the run cache, each config's seeds in "
                         "one stack, --workers configs at once, then stop (the notebooks read the cache)")
-    p.add_argument("--workers", type=_positive_int, default=1, help="--precompute: processes at once (default 1)")
-    p.add_argument("--minutes", type=_positive_float, default=None,
+    p.add_argument("--workers", type=_positive_int, default=None, metavar="INT",
+                   help="--precompute: processes at once (default 1)")
+    p.add_argument("--minutes", type=_positive_float, default=None, metavar="FLOAT",
                    help="--precompute: start no run, and continue none past a round, after this many minutes "
                         "(a run cut off keeps its checkpoint)")
     p.add_argument("--match", type=_regex, default=None, metavar="REGEX",
                    help="--precompute, --plan: only the runs whose '<paper>/<notebook>/<label>' matches")
-    p.add_argument("--log", type=Path, default=None, metavar="CSV", help="--precompute: append a row per group")
+    p.add_argument("--log", type=_log_file, default=None, metavar="CSV",
+                   help="--precompute: append a row per group to this CSV (new, or an earlier precompute's log)")
     p = sub.add_parser("ledger", help="decide every paper claim from the committed CSVs; write figures/ledger.csv "
                                       "and REPRODUCTION.md's tables",
                        description="Recomputes each claim's verdict (reproduced, not reproduced, inconclusive, not "
                                    "comparable, not run) at small and paper scale from figures/, then writes "
                                    "figures/ledger.csv and the generated tables of REPRODUCTION.md.")
-    p.add_argument("--check", action="store_true", help="write nothing; exit 1 if the files disagree with the data")
-    p.add_argument("--stale", action="store_true",
-                   help="list claims whose CSV predates a change to its algorithms' files (or has no provenance)")
-    p.add_argument("--paper", choices=("taco", "feddual", "fadamgc", "drag", "peers"),
-                   help="print this paper's table only (writes nothing)")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--check", action="store_true", help="write nothing; exit 1 if the files disagree with the data")
+    mode.add_argument("--stale", action="store_true",
+                      help="list claims whose CSV predates a change to its algorithms' files (or has no provenance)")
+    mode.add_argument("--paper", choices=("taco", "feddual", "fadamgc", "drag", "peers"),
+                      help="print this paper's table only (writes nothing)")
     p = sub.add_parser("cache", help="list the run cache's entries, or clean what runs set aside as corrupt",
                        description="Lists the cached runs (size, age, algorithm, finished or not); 'clean' removes "
                                    "the entries and checkpoints that runs set aside as corrupt.")
     p.add_argument("action", nargs="?", choices=("list", "clean"), default="list")
     p.add_argument("--dry-run", action="store_true", help="clean: only say what would be removed")
-    p.add_argument("--dir", type=Path, default=None, help="the cache (default $FEDKIT_CACHE or ~/.cache/fedkit/runs)")
+    p.add_argument("--dir", type=_existing_dir, default=None,
+                   help="the cache, a folder (default $FEDKIT_CACHE or ~/.cache/fedkit/runs)")
     p = sub.add_parser("book", help="build the book (course, paper notebooks with their committed results, concepts, "
                                     "REPRODUCTION.md) as a static site; nothing is re-run")
-    p.add_argument("--out", type=Path, default=Path("site"), help="the site's folder (default: site)")
+    p.add_argument("--out", type=_book_dir, default=Path("site"), metavar="DIR",
+                   help="the site's folder: new, empty or an earlier build, which is replaced (default: site)")
     return top
 
 

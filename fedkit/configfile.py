@@ -15,10 +15,26 @@ FLOAT_FIELDS = {name for name, hint in typing.get_type_hints(Config).items()
                 if float in (hint, *typing.get_args(hint))}
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """YAML's safe loader, refusing a mapping that sets a key twice (PyYAML would silently keep the last value)."""
+
+    def construct_mapping(self, node, deep=False):
+        lines = {}
+        for key_node, _ in node.value:
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == "tag:yaml.org,2002:merge":
+                continue  # merge keys (<<) may be overridden by the mapping's own keys
+            key = self.construct_object(key_node)
+            if key in lines:
+                raise yaml.constructor.ConstructorError(
+                    problem=f"key {key!r} is set twice (first on line {lines[key]})", problem_mark=key_node.start_mark)
+            lines[key] = key_node.start_mark.line + 1
+        return super().construct_mapping(node, deep)
+
+
 def read_yaml(text: str, what: str):
-    """``text`` parsed as YAML; a syntax error names ``what`` and the place."""
+    """``text`` parsed as YAML; a syntax error or a key set twice names ``what`` and the place."""
     try:
-        return yaml.safe_load(text)
+        return yaml.load(text, _UniqueKeyLoader)  # a safe loader
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         detail = str(e).splitlines()[0] if mark is None else \

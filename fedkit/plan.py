@@ -40,11 +40,18 @@ class NotebookPlan:
 def listed_runs(notebook: Path, scale: str, seed: int = 0, device: str = "cpu") -> tuple[dict[str, Config] | None, str]:
     """The runs of ``notebook`` (in notebooks/<paper>/) from ``fedkit.papers.<paper>.runs``, and its paper module's
     note on it; (None, why) for a notebook no paper module lists."""
+    paper = notebook.parent.name
     try:
-        module = importlib.import_module(f"{__package__}.papers.{notebook.parent.name}")
+        module = importlib.import_module(f"{__package__}.papers.{paper}")
     except ModuleNotFoundError:
-        return None, f"no paper module fedkit.papers.{notebook.parent.name}: its runs are not listed"
-    return module.runs(notebook.stem, scale, seed=seed, device=device), module.NOTES.get(notebook.stem, "")
+        return None, f"no paper module fedkit.papers.{paper}: its runs are not listed"
+    try:
+        runs = module.runs(notebook.stem, scale, seed=seed, device=device)
+    except ValueError as err:  # a paper module's runs() refuses a notebook it does not list
+        if f"notebook {notebook.stem!r}" not in str(err):
+            raise
+        return None, f"fedkit.papers.{paper} does not list this notebook's runs"
+    return runs, module.NOTES.get(notebook.stem, "")
 
 
 def matching_runs(notebook: Path, scale: str, seed: int = 0, device: str = "cpu",

@@ -2,17 +2,24 @@
 
 A row is (id, input, expected error class, regex, files). The input is a function of a tmp folder that
 already holds ``files`` (relative path -> text or bytes); it must raise the error class, whose message is
-one line matching the regex (re.search). ``cli(...)`` rows run the ``fedkit`` command (training disabled:
-a bad input must be refused before anything trains) and raise CliRefused with the line the command printed.
-To add a case, add a row.
+one line matching the regex (re.search). ``cli(...)`` rows run the ``fedkit`` command (training, rendering,
+planning, precomputing and building the book disabled: a bad input must be refused before any of them) and raise
+CliRefused with the line the command printed. A cli row tests the last option in its arguments (with none, the
+subcommand's positional argument); every option of every subcommand that takes a value must have a row (read from
+the parser: a new option without one fails test_every_option_of_every_subcommand_has_a_bad_value_row). To add a
+case, add a row.
 """
 from __future__ import annotations
 
+import argparse
 import contextlib
+import dataclasses
 import gzip
 import io
 import json
+import os
 import re
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,8 +31,9 @@ import pytest
 import fedkit.cli
 from fedkit import Config, ConfigError
 from fedkit.data import load_dataset
-from fedkit.errors import DataFileError
+from fedkit.errors import DataFileError, FedkitError
 from fedkit.federation import Federation
+from fedkit.ledger import claims, decide
 
 
 @dataclass
@@ -45,9 +53,11 @@ def cli(*argv: str) -> Callable[[Path], None]:
     """The input ``fedkit ARGV`` ("{tmp}" in an argument becomes the tmp folder)."""
     def call(tmp: Path):
         stderr = io.StringIO()
-        trained = mock.Mock(side_effect=AssertionError("training started before the input was refused"))
+        started = mock.Mock(side_effect=AssertionError("work started before the input was refused"))
         with contextlib.redirect_stderr(stderr), contextlib.redirect_stdout(io.StringIO()), \
-                mock.patch.object(fedkit.cli, "_train", trained):
+                mock.patch.dict(os.environ), mock.patch.object(fedkit.cli, "_train", started), \
+                mock.patch("fedkit.figures._execute", started), mock.patch("fedkit.plan.make_plan", started), \
+                mock.patch("fedkit.precompute.precompute", started), mock.patch("fedkit.book.build", started):
             try:
                 status = fedkit.cli.main([a.format(tmp=tmp) for a in argv])
             except SystemExit as e:  # argparse's own errors
@@ -55,6 +65,7 @@ def cli(*argv: str) -> Callable[[Path], None]:
         lines = stderr.getvalue().splitlines()
         assert status == 2 and len(lines) == 1 and lines[0].startswith("fedkit: error: "), stderr.getvalue()
         raise CliRefused(lines[0])
+    call.argv = argv
     return call
 
 
@@ -63,7 +74,20 @@ def config(**values) -> Callable[[Path], object]:
     return lambda tmp: Config(**values)
 
 
-FIG4 = Path(__file__).parents[1] / "notebooks" / "drag" / "fig4_cifar10_client_drift.ipynb"
+NOTEBOOKS = Path(__file__).parents[1] / "notebooks"
+FIG4 = NOTEBOOKS / "drag" / "fig4_cifar10_client_drift.ipynb"
+ABLATION = str(NOTEBOOKS / "taco" / "table6_ablation.ipynb")
+TOY = next(c for c in claims(("taco",)) if c.measure is not None and c.measure.source == "fig1_fig3_toy.csv")
+UNWRITABLE = "/proc/fedkit-test"  # exists nowhere and cannot be made, even by root
+NOT_WRITTEN = r"(cannot be written|is not writable)"
+HINTS = typing.get_type_hints(Config)
+
+
+def bad_value(field: dataclasses.Field) -> str:
+    """A value of the wrong kind for the config field: a list for a mapping, a word for a number or switch."""
+    kinds = typing.get_args(HINTS[field.name]) or (HINTS[field.name],)
+    return "[1, 2]" if dict in kinds else "maybe" if bool in kinds else "2.5x" if int in kinds else \
+        "fast" if float in kinds else "nope"
 
 
 def federation(**values) -> Callable[[Path], object]:
@@ -157,6 +181,76 @@ ROWS = [
         r"argument --out: '\S+/runs' is a file, not a folder", {"runs": "not a folder"}),
     Row("run: --out below a file", cli("run", "--out", "{tmp}/runs/sub"), CliRefused,
         r"argument --out: '\S+/runs/sub' lies under '\S+/runs', which is a file", {"runs": "not a folder"}),
+    Row("run: --out cannot be written", cli("run", "--out", UNWRITABLE), CliRefused, f"'{UNWRITABLE}'.*{NOT_WRITTEN}"),
+    Row("run: unknown history format", cli("run", "--format", "xml"), CliRefused,
+        r"argument --format: invalid choice: 'xml'"),
+    Row("run: unknown backend", cli("run", "--backend", "ray"), CliRefused,
+        r"argument --backend: invalid choice: 'ray'"),
+    # ---- fedkit run: every config field given a value of the wrong kind ----
+    *[Row(f"run: --{f.name} {bad_value(f)}", cli("run", "--" + f.name.replace("_", "-"), bad_value(f)), CliRefused,
+          rf"\b{f.name}\b.*{re.escape(bad_value(f))}") for f in dataclasses.fields(Config)],
+    # ---- fedkit run: the methods compared, and YAML that sets a key twice ----
+    Row("run: empty algorithm list", cli("run", "--algorithm", "[]"), CliRefused,
+        r"algorithm is an empty list: name at least one method"),
+    Row("run: empty algorithm list in a config file", cli("run", "--config", "{tmp}/c.yaml"), CliRefused,
+        r"algorithm is an empty list", {"c.yaml": "algorithm: []\n"}),
+    Row("run: algorithm entry without a name", cli("run", "--algorithm", "[fedavg, {{mu: 0.01}}]"), CliRefused,
+        r"algorithm entry \{'mu': 0\.01\} is neither a name nor a mapping with a name"),
+    Row("run: algorithm entry a number", cli("run", "--algorithm", "[fedavg, 3]"), CliRefused,
+        r"algorithm entry 3 is neither a name nor a mapping"),
+    Row("run: a method listed twice", cli("run", "--algorithm", "fedavg,fedprox,fedavg"), CliRefused,
+        r"algorithm lists 'fedavg' twice"),
+    Row("run: a method's own option it does not take", cli("run", "--algorithm", "[fedavg, {{name: fedavg, mu: 1}}]"),
+        CliRefused, r"unknown option\(s\) \['mu'\] for algorithm 'fedavg'"),
+    Row("run: algorithm_args not a mapping beside a method's own", cli(
+        "run", "--algorithm", "[{{name: fedprox, mu: 1}}]", "--algorithm-args", "[1]"), CliRefused,
+        r"algorithm_args must be a mapping of option names to values, got \[1\]"),
+    Row("run: key set twice in a config file", cli("run", "--config", "{tmp}/c.yaml"), CliRefused,
+        r"config file '\S+/c\.yaml' is not valid YAML: key 'lr' is set twice \(first on line 1\) \(line 3",
+        {"c.yaml": "lr: 0.1\nrounds: 2\nlr: 0.2\n"}),
+    Row("run: nested key set twice in a config file", cli("run", "--config", "{tmp}/c.yaml"), CliRefused,
+        r"key 'phi' is set twice", {"c.yaml": "partition_args: {phi: 0.1, phi: 0.5}\n"}),
+    Row("run: key set twice in an option", cli("run", "--partition-args", "{{phi: 0.1, phi: 0.5}}"), CliRefused,
+        r"argument --partition-args: .*key 'phi' is set twice"),
+    # ---- fedkit partition ----
+    *[Row(f"partition: {' '.join(argv)}", cli("partition", "--dataset", "digits", *argv), CliRefused, message, files)
+      for argv, message, files in [
+          (["--phi", "0"], r"argument --phi: must be a finite number > 0, got '0'", {}),
+          (["--phi", "abc"], r"argument --phi: must be a finite number > 0, got 'abc'", {}),
+          (["--clients", "-3"], r"argument --clients: must be an integer ≥ 1, got '-3'", {}),
+          (["--seed", "x"], r"argument --seed: must be an integer ≥ 0, got 'x'", {}),
+          (["--plot", "out.txt"], r"argument --plot: must name an image file ending in one of .*got 'out.txt'", {}),
+          (["--plot", "{tmp}/mine.png"], r"argument --plot: '\S+/mine\.png' exists: fedkit writes a new file and "
+                                         r"overwrites none", {"mine.png": "a figure of someone's"}),
+          (["--plot", UNWRITABLE + "/a.png"], f"'{UNWRITABLE}'.*{NOT_WRITTEN}", {}),
+          (["--unit", "percent"], r"argument --unit: invalid choice: 'percent'", {}),
+          (["--kind", "pie"], r"argument --kind: invalid choice: 'pie'", {}),
+          (["--partition-args", "[1, 2]"], r"argument --partition-args: must be a YAML mapping", {}),
+          (["--dataset-args", "[1, 2]"], r"argument --dataset-args: must be a YAML mapping", {}),
+          (["--partition", "iid", "--phi", "0.3"], r"partition 'iid' got unknown parameter\(s\) phi", {}),
+          (["--partition", "nope"], r"unknown partition 'nope'; known: dirichlet", {}),
+          (["--dataset", "nope"], r"unknown dataset 'nope'", {}),
+          (["--clients", "5000"], r"num_clients=5000 exceeds the number of training samples", {}),
+      ]],
+    # ---- fedkit list, cache, ledger, book ----
+    Row("list: unknown registry", cli("list", "colours"), CliRefused, r"argument what: invalid choice: 'colours'"),
+    Row("cache: unknown action", cli("cache", "purge"), CliRefused, r"argument action: invalid choice: 'purge'"),
+    Row("cache: --dir not a folder", cli("cache", "--dir", "{tmp}/nope"), CliRefused,
+        r"argument --dir: '\S+/nope' is not a folder"),
+    Row("ledger: unknown paper", cli("ledger", "--paper", "fedsgd"), CliRefused,
+        r"argument --paper: invalid choice: 'fedsgd'"),
+    Row("ledger: --check with --paper", cli("ledger", "--check", "--paper", "taco"), CliRefused,
+        r"argument --paper: not allowed with argument --check"),
+    Row("ledger: --stale with --check", cli("ledger", "--stale", "--check"), CliRefused,
+        r"argument --check: not allowed with argument --stale"),
+    Row("ledger: a CSV that is not text", lambda tmp: decide(TOY, "small", tmp), FedkitError,
+        r"\S+/taco/fig1_fig3_toy\.csv cannot be read as a CSV: 'utf-8' codec can't decode byte 0x8b",
+        {"taco/fig1_fig3_toy.csv": gzip.compress(b"a,b\n1,2\n")}),
+    Row("book: --out a file", cli("book", "--out", "{tmp}/site"), CliRefused,
+        r"argument --out: '\S+/site' is a file, not a folder", {"site": "not a folder"}),
+    Row("book: --out a folder of other files", cli("book", "--out", "{tmp}"), CliRefused,
+        r"argument --out: '\S+' holds files that no book build wrote \(it has no \.fedkit-book\)",
+        {"figure.png": "someone's"}),
     # ---- fedkit figures ----
     Row("figures: jobs 0", cli("figures", "--jobs", "0"), CliRefused, r"argument --jobs: must be an integer ≥ 1"),
     Row("figures: unknown scale", cli("figures", "--scale", "huge"), CliRefused,
@@ -168,6 +262,39 @@ ROWS = [
         r"\.ipynb' sets device, n_seeds, scale, seed, stand_in, target"),
     Row("figures: -p value not YAML", cli("figures", "-p", "stand_in={{fashion"), CliRefused,
         r"argument -p/--param: stand_in: '\{fashion' is not valid YAML: expected ',' or '\}', but got '<stream end>'"),
+    Row("figures: negative seed", cli("figures", "--seed", "-1"), CliRefused,
+        r"argument --seed: must be an integer ≥ 0, got '-1'"),
+    Row("figures: unknown device", cli("figures", "--device", "gpu"), CliRefused,
+        r"argument --device: must be cpu, cuda, cuda:N or mps, got 'gpu'"),
+    Row("figures: unknown cached-on device", cli("figures", ABLATION, "--cached-on", "gpu"), CliRefused, r"'gpu'"),
+    Row("figures: workers 0", cli("figures", "--precompute", "--workers", "0"), CliRefused,
+        r"argument --workers: must be an integer ≥ 1, got '0'"),
+    Row("figures: minutes 0", cli("figures", "--precompute", "--minutes", "0"), CliRefused,
+        r"argument --minutes: must be a finite number > 0, got '0'"),
+    Row("figures: match not a regex", cli("figures", "--plan", "--match", "fig3(a"), CliRefused,
+        r"argument --match: not a regular expression: 'fig3\(a'"),
+    Row("figures: --log a folder", cli("figures", ABLATION, "--precompute", "--log", "{tmp}"), CliRefused,
+        r"argument --log: '\S+' is a folder, not a CSV file"),
+    Row("figures: --log a file precompute did not write", cli("figures", ABLATION, "--precompute", "--log",
+                                                              "{tmp}/results.csv"), CliRefused,
+        r"argument --log: '\S+/results\.csv' exists and is not a precompute log", {"results.csv": "a,b\n1,2\n"}),
+    Row("figures: --plan with --precompute", cli("figures", ABLATION, "--plan", "--precompute"), CliRefused,
+        r"--plan prints the runs and --precompute trains them: give one of the two"),
+    Row("figures: --match without --plan or --precompute", cli("figures", ABLATION, "--match", "adult"), CliRefused,
+        r"--match 'adult' picks runs for --plan or --precompute, and neither is given"),
+    *[Row(f"figures: {flag} without --precompute", cli("figures", ABLATION, "--plan", flag, value), CliRefused,
+          rf"{flag} {shown} applies to --precompute only, which is not given")
+      for flag, value, shown in [("--workers", "2", "2"), ("--minutes", "5", r"5\.0"),
+                                 ("--log", "{tmp}/p.csv", r"\S+/p\.csv")]],
+    Row("figures: --jobs with --plan", cli("figures", ABLATION, "--plan", "--jobs", "2"), CliRefused,
+        r"--jobs 2 runs notebooks at once, which --plan does not; drop it"),
+    *[Row(f"figures: {mode} --match that matches nothing", cli("figures", ABLATION, mode, "--match", "adlut"),
+          CliRefused, r"--match 'adlut' matches none of the \d+ runs the notebooks list \(names are "
+                      r"'<paper>/<notebook>/<label>', e\.g\. 'taco/table6_ablation/")
+      for mode in ("--plan", "--precompute")],
+    Row("figures: --precompute of notebooks no paper lists", cli(
+        "figures", str(NOTEBOOKS / "teaching" / "01_partitions.ipynb"), "--precompute"), CliRefused,
+        r"no paper module lists a run of \S+01_partitions\.ipynb .*nothing to precompute"),
     # ---- data files: IDX (mnist, fashion_mnist) ----
     Row("mnist: truncated .gz", load("mnist"), DataFileError,
         TRAIN_IMAGES + r"cannot be read \(Compressed file ended before.*" + REDOWNLOAD,
@@ -267,3 +394,26 @@ def test_bad_input_is_refused_in_one_line(row: Row, tmp_path: Path):
 
 def test_row_ids_are_unique():
     assert len({row.id for row in ROWS}) == len(ROWS)
+
+
+SUBCOMMANDS = next(a for a in fedkit.cli.parser()._actions if isinstance(a, argparse._SubParsersAction)).choices
+
+
+def _name(action: argparse.Action) -> str:
+    return max(action.option_strings, key=len) if action.option_strings else action.dest
+
+
+def argument_under_test(argv: tuple[str, ...]) -> tuple[str, str | None]:
+    """(subcommand, argument) a cli row gives a bad value: its last option, or the subcommand's positional."""
+    actions = SUBCOMMANDS[argv[0]]._actions
+    options = {string: _name(a) for a in actions for string in a.option_strings}
+    given = [options[a] for a in argv[1:] if a in options]
+    positional = next((a.dest for a in actions if not a.option_strings), None)
+    return argv[0], given[-1] if given else positional
+
+
+def test_every_option_of_every_subcommand_has_a_bad_value_row():
+    """Read from the parser: every argument that takes a value (not a switch such as --quiet)."""
+    taking_values = {(command, _name(a)) for command, p in SUBCOMMANDS.items() for a in p._actions if a.nargs != 0}
+    tested = {argument_under_test(row.input.argv) for row in ROWS if hasattr(row.input, "argv")}
+    assert taking_values - tested == set()

@@ -1,10 +1,11 @@
-"""The ``fedkit run`` command line: help for every config field, YAML values and files, explicit nulls,
-and every input checked before training (bad inputs themselves are rows of test_bad_inputs.py)."""
+"""The ``fedkit`` command line: help for every config field, YAML values and files, explicit nulls, each method's
+own options, and every input checked before training (bad inputs themselves are rows of test_bad_inputs.py)."""
 from __future__ import annotations
 
 import dataclasses
 import re
 import typing
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,8 +13,8 @@ import yaml
 
 import fedkit.cli
 from fedkit import Config, ConfigError, Federation
-from fedkit.cli import HELP, configs, main, parser
-from fedkit.configfile import FLOAT_FIELDS, load_config
+from fedkit.cli import HELP, configs, main, method_settings, parser
+from fedkit.configfile import FLOAT_FIELDS, load_config, read_yaml
 
 
 def run_configs(*argv: str) -> dict[str, Config]:
@@ -75,6 +76,41 @@ def test_options_take_yaml_values_and_algorithm_lists(tmp_path):
     path = tmp_path / "c.yaml"
     path.write_text("algorithm: [fedavg, scaffold]\n")
     assert list(run_configs("--config", str(path))) == ["fedavg", "scaffold"]
+
+
+def test_each_method_in_a_comparison_takes_its_own_options(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("algorithm:\n  - fedavg\n  - {name: fedprox, mu: 0.01}\n  - {name: scaffold, weighting: data}\n")
+    runs = run_configs("--config", str(path))
+    assert list(runs) == ["fedavg", "fedprox(mu=0.01)", "scaffold(weighting=data)"]
+    assert [c.algorithm_args for c in runs.values()] == [{}, {"mu": 0.01}, {"weighting": "data"}]
+    # options shared by every method, and a method's own on top; one method twice with different options
+    runs = run_configs("--algorithm", "[fedprox, {name: fedprox, mu: 0.5}]", "--algorithm-args", "{weighting: uniform}")
+    assert [c.algorithm_args for c in runs.values()] == [{"weighting": "uniform"}, {"weighting": "uniform", "mu": 0.5}]
+
+
+def test_method_settings_name_the_weighting_and_every_option_with_its_default():
+    runs = run_configs("--algorithm", "[fedavg, fedprox, scaffold, {name: scaffold, weighting: data}]")
+    assert [method_settings(cfg) for cfg in runs.values()] == [
+        ("data", "-"), ("data", "mu=0.1"), ("uniform", "alpha=1.0, correction_at=after_step"),
+        ("data", "alpha=1.0, correction_at=after_step")]
+
+
+def test_run_prints_each_methods_weighting_and_options(tmp_path, capsys):
+    methods = "[fedavg, {name: fedprox, mu: 0.01}, scaffold]"
+    assert main(["run", "--dataset", "digits", "--model", "mlp", "--model-args", "{hidden: [8]}", "--partition", "iid",
+                 "--partition-args", "{}", "--num-clients", "4", "--rounds", "1", "--local-steps", "1", "--quiet",
+                 "--no-cache", "--out", str(tmp_path), "--algorithm", methods]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"^method +weighting +options", out, re.M)
+    assert re.search(r"^fedavg +data +-$", out, re.M) and re.search(r"^fedprox\(mu=0\.01\) +data +mu=0\.01$", out, re.M)
+    assert re.search(r"^scaffold +uniform +alpha=1\.0, correction_at=after_step$", out, re.M)
+    assert re.search(r"^fedprox\(mu=0\.01\) +\d\.\d{4}", out, re.M)  # the results table's row
+    assert (tmp_path / "curves-digits-fedavg-fedprox-scaffold.png").exists()
+
+
+def test_yaml_merge_keys_may_still_be_overridden():
+    assert read_yaml("base: &b {phi: 0.1, q: 1}\nargs: {<<: *b, phi: 0.5}\n", "x")["args"] == {"phi": 0.5, "q": 1}
 
 
 def test_targets_and_out(tmp_path):
@@ -148,31 +184,54 @@ def test_partition_in_shares_and_other_partitions(capsys):
     assert main(["partition", "--dataset", "digits", "--partition", "iid", "--clients", "4"]) == 0  # no φ needed
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--phi", "0"], r"argument --phi: must be a finite number > 0, got '0'"),
-    (["--phi", "abc"], r"argument --phi: must be a finite number > 0, got 'abc'"),
-    (["--clients", "-3"], r"argument --clients: must be an integer ≥ 1, got '-3'"),
-    (["--seed", "x"], r"argument --seed: must be an integer ≥ 0, got 'x'"),
-    (["--plot", "out.txt"], r"argument --plot: must name an image file ending in one of .*got 'out.txt'"),
-    (["--unit", "percent"], r"argument --unit: invalid choice: 'percent'"),
-    (["--partition-args", "[1, 2]"], r"argument --partition-args: must be a YAML mapping"),
-    (["--partition", "iid", "--phi", "0.3"], r"partition 'iid' got unknown parameter\(s\) phi"),
-    (["--partition", "nope"], r"unknown partition 'nope'; known: dirichlet"),
-    (["--dataset", "nope"], r"unknown dataset 'nope'"),
-    (["--clients", "5000"], r"num_clients=5000 exceeds the number of training samples"),
-])
-def test_partition_refuses_bad_values_in_one_line(argv, message, capsys):
-    try:
-        status = main(["partition", "--dataset", "digits", *argv])
-    except SystemExit as exit:  # argparse's usage errors
-        status = exit.code
-    err = capsys.readouterr().err
-    assert status == 2 and err.startswith("fedkit: error: ") and err.count("\n") == 1
-    assert re.search(message, err), err
-
-
 def test_figures_cached_on_names_an_unknown_device_before_any_notebook_runs(monkeypatch, capsys):
     monkeypatch.setenv("FEDKIT_CACHED_ON", "")  # main sets it: the test's end restores it
     monkeypatch.setattr("fedkit.figures.run_notebooks", lambda *a, **k: pytest.fail("a notebook ran"))
     assert main(["figures", "notebooks/taco/table6_ablation.ipynb", "--cached-on", "cuda", "--cached-on", "gpu"]) == 2
     assert "'gpu'" in capsys.readouterr().err
+
+
+def test_figures_plan_shows_a_notebook_its_paper_module_does_not_list(tmp_path, capsys):
+    (tmp_path / "taco").mkdir()
+    notebook = tmp_path / "taco" / "my_notes.ipynb"
+    notebook.write_text("{}")
+    assert main(["figures", str(notebook), "--scale", "ci", "--plan"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[1].split() == ["taco/my_notes", "?"]
+    assert "note taco/my_notes: fedkit.papers.taco does not list this notebook's runs" in out
+
+
+def test_precompute_names_the_notebooks_it_leaves_out(monkeypatch, capsys):
+    monkeypatch.setattr("fedkit.precompute.precompute", lambda *a, **k: [])
+    teaching = "notebooks/teaching/01_partitions.ipynb"
+    assert main(["figures", "notebooks/taco/table6_ablation.ipynb", teaching, "--precompute"]) == 0
+    assert f"precompute: {teaching} left out: no paper module fedkit.papers.teaching" in capsys.readouterr().err
+
+
+def test_precompute_log_may_be_new_or_an_earlier_log(tmp_path):
+    earlier = tmp_path / "earlier.csv"
+    earlier.write_text("runs,algorithm,dataset\ntaco/x,fedavg,digits\n")
+    for log in (earlier, tmp_path / "new.csv"):
+        assert parser().parse_args(["figures", "--precompute", "--log", str(log)]).log == log
+
+
+def _checkout(folder: Path) -> Path:
+    folder.mkdir(parents=True)
+    (folder / "pyproject.toml").write_text("")
+    (folder / "notebooks").mkdir()
+    return folder
+
+
+def test_ledger_refuses_a_checkout_other_than_the_one_it_runs_from(tmp_path, monkeypatch, capsys):
+    installed = Path(fedkit.cli.__file__).resolve().parent
+    monkeypatch.chdir(_checkout(tmp_path / "other"))
+    assert main(["ledger", "--check"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"the fedkit it runs, {installed}, on the data of this checkout, " \
+        f"{tmp_path / 'other'}: run it in {installed.parent}" in err
+    _checkout(tmp_path / "same" / "repo")
+    (tmp_path / "same" / "repo" / "fedkit").symlink_to(installed)  # the installed package, without its data
+    monkeypatch.chdir(tmp_path / "same" / "repo")
+    assert main(["ledger"]) == 2
+    assert capsys.readouterr().err == (f"fedkit: error: fedkit ledger needs figures and REPRODUCTION.md in the "
+                                       f"checkout {tmp_path / 'same' / 'repo'}\n")
