@@ -4,7 +4,12 @@ clock (compute + traffic over the link).
 
 One process at a time trains a cache entry: ``run`` and ``run_together`` lock each config's entry (``.<key>.lock``
 beside it) from reading the cache to saving the result. A second run of the same config, in another process, says
-that it waits, then reads the finished result, or resumes the checkpoint of a run that stopped early."""
+that it waits, then reads the finished result, or resumes the checkpoint of a run that stopped early.
+
+A finished run that did not stop early keeps its last checkpoint (``final.pt``): a run of the same config with more
+rounds goes on from the longest such run, unless the round count changes their shared rounds (a learning-rate
+schedule over T, TACO's λ = ⌈T/5⌉); it says which on stderr. Only what the algorithm sets when it is built is
+compared: one that read ``run.rounds`` while it trains would go unnoticed."""
 from __future__ import annotations
 
 import dataclasses
@@ -29,6 +34,7 @@ import torch
 from tqdm.auto import tqdm
 
 from . import archive
+from .algorithms import Algorithm
 from .config import Config, is_device
 from .engine import ClientInput, RoundResult
 from .errors import ConfigError, FedkitError
@@ -76,7 +82,8 @@ def finished_run(cfg: Config, root: Path | None) -> Config | None:
 
 def rounds_left(cfg: Config, cache: str | Path | None = None) -> int:
     """How many of ``cfg``'s rounds its run would still train, read from the cache without changing it: none once it
-    finished (here, or on a device of ``cached_devices()``), those after its newest readable checkpoint, or all."""
+    finished (here, or on a device of ``cached_devices()``), those after its newest readable checkpoint, those after
+    the finished shorter run it would go on from (``_extension``), or all."""
     root = Path(cache or default_cache())
     if finished_run(cfg, root) is not None:
         return 0
@@ -85,7 +92,8 @@ def rounds_left(cfg: Config, cache: str | Path | None = None) -> int:
             return cfg.rounds - _read_checkpoint(path)["state"]["t"]
         except Exception:  # absent or unreadable: the run would go on from the next one, or from round 1
             continue
-    return cfg.rounds
+    shorter = _shorter_run(cfg, root)
+    return cfg.rounds - (shorter.rounds if shorter is not None and _rounds_dependence(shorter, cfg) is None else 0)
 
 
 def run(cfg: Config, *, cache: str | Path | bool | None = None, progress: bool = True,
@@ -125,7 +133,7 @@ class Run:
             return
         self.fed = fed = Federation(cfg)
         started = self.run_dir is not None and any((self.run_dir / n).exists() for n in CHECKPOINTS)
-        saved = _load_checkpoint(self.run_dir) if started else None
+        saved = _load_checkpoint(self.run_dir) if started else _extension(cfg, root)
         if saved is not None:
             self.state = FedState(**saved["state"])
             self.round_rows, self.client_rows = saved["rounds"], saved["clients"]
@@ -211,6 +219,8 @@ class Run:
                                self.diverged, ended_early, s.w, self.models, self._provenance())
         if self.run_dir is not None:
             self.history.save(self.run_dir, fmt="parquet")
+            if not self.stopped and last == cfg.rounds:  # a longer run of this config may go on from its last state
+                os.replace(self.run_dir / CHECKPOINTS[0], self.run_dir / FINAL)
             for name in (*CHECKPOINTS, CONFIG):
                 (self.run_dir / name).unlink(missing_ok=True)
             for stray in self.run_dir.glob(".*.tmp"):  # a write cut short by a kill (``replacing`` names them)
@@ -366,6 +376,7 @@ def _simulated_seconds(cfg: Config, rnd: Round, clients: list[dict]) -> float:
 # ---- checkpoints: a digest catches corruption; a bad one is set aside and the previous one (or round 0) used
 CHECKPOINTS = ("checkpoint.pt", "checkpoint.prev.pt")
 CONFIG = "config.json"  # an unfinished run's config (a finished one's is in meta.json), for ``fedkit cache``
+FINAL = "final.pt"  # a finished run's last checkpoint, for a longer run of its config (``_extension``)
 
 
 def _save_checkpoint(run_dir: Path, payload: dict, cfg: Config) -> None:
@@ -389,8 +400,8 @@ def _read_checkpoint(path: Path) -> dict:
     return torch.load(io.BytesIO(data), weights_only=False)
 
 
-def _load_checkpoint(run_dir: Path) -> dict | None:
-    for path in (run_dir / name for name in CHECKPOINTS):
+def _load_checkpoint(run_dir: Path, names: tuple[str, ...] = CHECKPOINTS) -> dict | None:
+    for path in (run_dir / name for name in names):
         if not path.exists():
             continue
         try:
@@ -398,9 +409,74 @@ def _load_checkpoint(run_dir: Path) -> dict | None:
         except Exception as err:  # any unreadable checkpoint: set it aside, never block the rerun
             corrupt = path.with_name(path.name + ".corrupt")
             os.replace(path, corrupt)
-            warnings.warn(f"checkpoint {path} is corrupt ({err}); moved to {corrupt.name}, resuming from an "
-                          "earlier state", stacklevel=3)
+            warnings.warn(f"checkpoint {path} is corrupt ({err}); moved to {corrupt.name}", stacklevel=3)
     return None
+
+
+def _extension(cfg: Config, root: Path | None) -> dict | None:
+    """The last checkpoint of the longest finished run of ``cfg`` with fewer rounds (and all else equal), for ``cfg``'s
+    run to go on from, as the rows a run of ``cfg`` would have written; None where there is none, or where the round
+    count changes the rounds they share (then it says why on stderr)."""
+    shorter = _shorter_run(cfg, root)
+    if shorter is None:
+        return None
+    why = _rounds_dependence(shorter, cfg)
+    if why is not None:
+        print(f"fedkit: {cfg.algorithm} run {cfg.key()} starts at round 1, not after the finished "
+              f"{shorter.rounds}-round run {shorter.key()}: {why}", file=sys.stderr)
+        return None
+    saved = _load_checkpoint(root / shorter.key(), (FINAL,))
+    if saved is None:
+        return None
+    last = saved["rounds"][-1]
+    if shorter.rounds % cfg.eval_every:  # tested only as the shorter run's last round
+        saved["rounds"][-1] = {**last, **{k: np.nan for k in last if k.startswith("test_")}}
+    if cfg.snapshots and shorter.rounds % cfg.snapshots:  # kept only as its last round
+        saved["models"].pop(shorter.rounds)
+    print(f"fedkit: {cfg.algorithm} run {cfg.key()} goes on from the finished {shorter.rounds}-round run "
+          f"{shorter.key()} after round {shorter.rounds} of {cfg.rounds}", file=sys.stderr)
+    return saved
+
+
+def _shorter_run(cfg: Config, root: Path | None) -> Config | None:
+    """The finished run in ``root`` with a final state, of ``cfg`` but for fewer rounds, with the most rounds."""
+    if root is None:
+        return None
+
+    def unrounded(config: dict) -> str:
+        return json.dumps({**config, "rounds": 0}, sort_keys=True, default=str)
+
+    wanted, best = unrounded(cfg.to_dict()), None
+    for final in root.glob(f"*/{FINAL}"):
+        try:
+            config = json.loads((final.parent / "meta.json").read_text())["config"]
+        except (OSError, ValueError, KeyError, TypeError):  # not a finished run's entry
+            continue
+        rounds = config["rounds"]
+        if unrounded(config) == wanted and rounds < cfg.rounds and (best is None or rounds > best.rounds):
+            shorter = cfg.replace(rounds=rounds)
+            if shorter.key() == final.parent.name:  # the key holds the fedkit version too
+                best = shorter
+    return best
+
+
+def _rounds_dependence(shorter: Config, cfg: Config) -> str | None:
+    """What in ``cfg`` depends on its round count, so that its first ``shorter.rounds`` rounds would differ from
+    ``shorter``'s run: the learning-rate schedule over those rounds, or an algorithm setting; None if nothing does."""
+    mine, theirs = cfg.build_algorithm(), shorter.build_algorithm()
+    shared = range(1, shorter.rounds + 1)
+    if [mine.optimizer.lr_at(t) for t in shared] != [theirs.optimizer.lr_at(t) for t in shared]:
+        return f"the round count sets its lr_schedule {cfg.lr_schedule!r}"
+    mine, theirs = _own_settings(mine), _own_settings(theirs)
+    changed = [name for name in mine if mine[name] != theirs[name]]
+    changes = ", ".join(f"{name} {theirs[name]} → {mine[name]}" for name in changed)
+    return f"the round count sets {cfg.algorithm}'s {changes}" if changed else None
+
+
+def _own_settings(algorithm: Algorithm) -> dict:
+    """An algorithm's attributes besides the run's settings and optimizer, a nested algorithm's included."""
+    return {name: _own_settings(value) if isinstance(value, Algorithm) else value
+            for name, value in vars(algorithm).items() if name not in ("run", "optimizer")}
 
 
 def _alive(pid: int) -> bool:

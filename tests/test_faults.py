@@ -8,11 +8,14 @@ import time
 import warnings
 from pathlib import Path
 
+import pandas as pd
 import pytest
+import torch
 
 from fedkit import Config, run
 from fedkit.errors import FedkitError
 from fedkit.history import History
+from fedkit.runner import rounds_left
 
 
 def tiny(**changes) -> Config:
@@ -139,3 +142,58 @@ def test_a_second_process_running_the_same_config_waits_and_reads_the_first_ones
     assert err == ""  # it neither trained nor resumed: it read the finished run
     assert out == f"{trained.rounds['seconds'].tolist()}\n"  # the wall seconds of this process's training
     assert list(tmp_path.glob(".*.lock")) == []
+
+
+# ---- a longer run goes on from a finished shorter one where the round count changes nothing before
+TIMING = ["seconds", "client_seconds_max", "client_seconds_sum", "sim_seconds"]
+
+
+def same_history(a, b) -> None:
+    pd.testing.assert_frame_equal(a.rounds.drop(columns=TIMING), b.rounds.drop(columns=TIMING), check_exact=True)
+    pd.testing.assert_frame_equal(a.clients.drop(columns="seconds"), b.clients.drop(columns="seconds"),
+                                  check_exact=True)
+    assert torch.equal(a.weights, b.weights) and sorted(a.models) == sorted(b.models)
+    assert all(torch.equal(a.models[t], b.models[t]) for t in a.models)
+
+
+def test_a_longer_run_goes_on_from_the_longest_finished_shorter_one(tmp_path, capsys):
+    # SCAFFOLD's control variates are state the longer run needs; round 3 is tested and kept only as the last
+    cfg = tiny(algorithm="scaffold", rounds=5, eval_every=2, snapshots=2, lr_schedule="step",
+               lr_schedule_args={"every": 2, "gamma": 0.5})
+    for rounds in (2, 3):
+        run(cfg.replace(rounds=rounds), cache=tmp_path, progress=False)
+    assert (tmp_path / cfg.replace(rounds=3).key() / "final.pt").exists()
+    assert rounds_left(cfg, tmp_path) == 2
+    capsys.readouterr()
+    longer = run(cfg, cache=tmp_path, progress=False)
+    assert capsys.readouterr().err == (f"fedkit: scaffold run {cfg.key()} goes on from the finished 3-round run "
+                                       f"{cfg.replace(rounds=3).key()} after round 3 of 5\n")
+    assert longer.provenance["resumed_after_round"] == 3
+    same_history(longer, run(cfg, cache=False, progress=False))
+    assert sorted(longer.models) == [2, 4, 5]
+
+
+@pytest.mark.parametrize("changes,why", [
+    ({"lr_schedule": "cosine"}, "the round count sets its lr_schedule 'cosine'"),
+    ({"algorithm": "taco"}, "the round count sets taco's lam 1 → 2"),  # λ = ⌈T/5⌉
+])
+def test_a_longer_run_whose_first_rounds_depend_on_the_round_count_starts_again_and_says_why(tmp_path, capsys,
+                                                                                            changes, why):
+    cfg = tiny(rounds=6, **changes)
+    run(cfg.replace(rounds=5), cache=tmp_path, progress=False)
+    assert rounds_left(cfg, tmp_path) == 6
+    capsys.readouterr()
+    longer = run(cfg, cache=tmp_path, progress=False)
+    assert capsys.readouterr().err == (f"fedkit: {cfg.algorithm} run {cfg.key()} starts at round 1, not after the "
+                                       f"finished 5-round run {cfg.replace(rounds=5).key()}: {why}\n")
+    assert longer.provenance["resumed_after_round"] == 0
+    same_history(longer, run(cfg, cache=False, progress=False))
+
+
+def test_a_run_that_stopped_early_keeps_no_final_state_to_go_on_from(tmp_path, capsys):
+    diverged = tiny(lr=1e10, rounds=1)  # stopped in its last round
+    assert run(diverged, cache=tmp_path, progress=False).diverged
+    assert not (tmp_path / diverged.key() / "final.pt").exists()
+    capsys.readouterr()
+    run(diverged.replace(rounds=3), cache=tmp_path, progress=False)
+    assert capsys.readouterr().err == ""  # it trained from round 1 without a word: nothing to go on from

@@ -230,7 +230,7 @@ def test_a_resumed_run_says_so_and_from_which_round_and_leaves_no_temporary(tmp_
     assert capsys.readouterr().err == (f"fedkit: fedavg run {cfg.key()} resumes from its checkpoint after round 2 "
                                        "of 4\n")
     assert sorted(p.name for p in (tmp_path / cfg.key()).iterdir()) == [
-        "clients.parquet", "meta.json", "models.pt", "rounds.parquet"]
+        "clients.parquet", "final.pt", "meta.json", "models.pt", "rounds.parquet"]
     for name in ("checkpoint.pt", "checkpoint.prev.pt"):  # no readable checkpoint left: it says it starts again
         (tmp_path / "again" / cfg.key()).mkdir(parents=True, exist_ok=True)
         (tmp_path / "again" / cfg.key() / name).write_bytes(b"garbage")
