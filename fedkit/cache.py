@@ -1,9 +1,10 @@
 """The run cache as a user sees it (``fedkit cache``): its entries, and what a run set aside as corrupt.
 
-An entry is a folder named by a config's key (``runner.Run``): a finished run's History (meta.json and its files),
-or an unfinished run's checkpoints. A corrupt entry is moved beside it as ``<key>.corrupt-<time>-<n>``, a corrupt
-checkpoint inside it as ``checkpoint*.pt.corrupt``; Flower runs have their own entries under ``flower/``. A run
-training an entry holds ``.<key>.lock`` beside it (removed when it ends; a killed run's empty one is harmless).
+An entry is a folder named by a config's key (``runner.Run``): a finished run's History (meta.json and its files,
+and final.pt, the last checkpoint a longer run goes on from), or an unfinished run's checkpoints. A corrupt entry is
+moved beside it as ``<key>.corrupt-<time>-<n>``, a corrupt checkpoint inside it as ``checkpoint*.pt.corrupt``;
+Flower runs have their own entries under ``flower/``. A run training an entry holds ``.<key>.lock`` beside it
+(removed when it ends; a killed run's empty one is harmless).
 """
 from __future__ import annotations
 
