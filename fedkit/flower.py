@@ -17,20 +17,29 @@ SuperNodes: README, "Flower"), ``serverapp`` below reads the config from the run
 file of Config fields, as ``fedkit run --config`` takes, relative to the App's folder), sends it to ``clientapp``
 with every round, and saves the History under ``fedkit-out`` (default ``runs``). A simulated federation needs one
 SuperNode per client; the server refuses one with fewer.
+
+``flwr run`` exits 0 even when the run fails (Ray's node not started in time under load, a client's error): ``python
+-m fedkit.flower APP [flwr run options]`` runs ``flwr run APP --stream`` and then checks that the run saved its
+History, exiting 1 with one line where it did not (examples/flower/README.md).
 """
 from __future__ import annotations
 
+import argparse
 import json
+import shutil
+import subprocess
+import sys
 import time
 from collections.abc import Iterable
 from logging import INFO
 from pathlib import Path
 
+import click
 import torch
 from flwr.app import ArrayRecord, ConfigRecord, Context, Message, MetricRecord, RecordDict
 from flwr.clientapp import ClientApp
 from flwr.common import log
-from flwr.common.config import get_project_dir
+from flwr.common.config import get_fused_config_from_dir, get_project_dir, parse_config_args
 from flwr.serverapp import Grid, ServerApp
 from flwr.serverapp.strategy import Strategy
 from flwr.simulation import run_simulation
@@ -273,6 +282,64 @@ def _stacked(tensors: Tensors) -> Tensors:
     return {k: v[None] for k, v in tensors.items()}
 
 
+def history_folder(app: Path, run_config: list[str]) -> Path:
+    """Where the ServerApp of the Flower App in ``app`` saves its History, given ``flwr run``'s ``--run-config``
+    values: ``<algorithm>-<config key>`` of its ``fedkit-config``, under its ``fedkit-out`` (relative: to ``app``)."""
+    try:
+        settings = get_fused_config_from_dir(app, parse_config_args(run_config))
+        name, out = settings["fedkit-config"], Path(str(settings.get("fedkit-out", "runs")))
+    except (OSError, ValueError, KeyError, click.ClickException) as err:
+        message = err.format_message() if isinstance(err, click.ClickException) else str(err)
+        raise FedkitError(f"{app} is not the folder of a Flower App with a fedkit-config: "
+                          f"{' '.join(message.split())}") from None
+    cfg = load_config(app / str(name))
+    return (app / out).absolute() / f"{cfg.algorithm}-{cfg.key()}"
+
+
+def saved_since(folder: Path, before: tuple | None) -> History:
+    """The History in ``folder``, saved after ``_stamp`` read ``before``; FedkitError if the run saved none."""
+    if _stamp(folder) in (None, before):
+        raise FedkitError(f"the Flower run saved no history in {folder}: it failed before its server finished (flwr "
+                          "run exits 0 all the same); its log above says why, e.g. Ray's node did not start in time")
+    return History.load(folder)
+
+
+def _stamp(folder: Path) -> tuple | None:
+    """The identity of ``folder``'s meta.json, which History.save replaces last; None if there is none."""
+    meta = folder / "meta.json"
+    return (meta.stat().st_ino, meta.stat().st_mtime_ns) if meta.is_file() else None
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m fedkit.flower APP [flwr run options]``: ``flwr run APP --stream`` with the History saved under an
+    absolute ``fedkit-out``, then 0 and where it is if the run saved it, else 1 and one line saying so."""
+    parser = argparse.ArgumentParser(prog="python -m fedkit.flower", description=main.__doc__)
+    parser.add_argument("app", type=Path, help="the Flower App's folder (e.g. examples/flower)")
+    parser.add_argument("--run-config", action="append", default=[], help="as flwr run's")
+    args, flwr_options = parser.parse_known_args(argv)
+    try:
+        folder = history_folder(args.app, args.run_config)
+        flwr = shutil.which("flwr")
+        if flwr is None:
+            raise FedkitError("the flwr command is not on PATH: pip install 'fedkit-torch[flower]'")
+        before = _stamp(folder)
+        run_config = [option for value in args.run_config for option in ("--run-config", value)]
+        done = subprocess.run([flwr, "run", str(args.app), *flwr_options, "--stream", *run_config,
+                               "--run-config", f"fedkit-out='{folder.parent}'"])
+        if done.returncode:
+            return done.returncode  # flwr said why
+        history = saved_since(folder, before)
+    except FedkitError as err:
+        print(f"fedkit: error: {err}", file=sys.stderr)
+        return 1
+    print(f"fedkit: the Flower run saved its history in {folder} (last round {int(history.rounds['round'].iloc[-1])}, "
+          f"final test accuracy {history.final_accuracy:.4f})")
+    return 0
+
+
 # for flwr run: both read the run config's fedkit-config
 serverapp = server_app()
 clientapp = client_app()
+
+if __name__ == "__main__":
+    sys.exit(main())

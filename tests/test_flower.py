@@ -81,6 +81,96 @@ def test_a_simulated_federation_with_fewer_supernodes_than_clients_is_refused_at
         _partition_nodes(TwoNodes(), 5, timeout=60.0, settle=0.2)
 
 
+@pytest.fixture
+def example_app(tmp_path):
+    """A copy of examples/flower, and where its History is saved (the default fedkit-out, runs/ in the App)."""
+    from fedkit.flower import history_folder
+
+    app = shutil.copytree(Path(__file__).parents[1] / "examples" / "flower", tmp_path / "app")
+    return app, history_folder(app, [])
+
+
+def fake_flwr(monkeypatch, returncode: int = 0, save: History | None = None) -> list:
+    """``flwr`` on PATH, run by fedkit.flower.main as a subprocess that exits ``returncode`` having saved ``save`` (if
+    given) where its run config says; returns the commands it was given."""
+    import fedkit.flower
+
+    commands = []
+
+    def run(command):
+        commands.append(command)
+        if save is not None:
+            runs = [value for option, value in zip(command, command[1:]) if option == "--run-config"]
+            save.save(fedkit.flower.history_folder(Path(command[2]), runs))
+        return subprocess.CompletedProcess(command, returncode)
+
+    monkeypatch.setattr(fedkit.flower.shutil, "which", lambda name: f"/bin/{name}")
+    monkeypatch.setattr(fedkit.flower.subprocess, "run", run)
+    return commands
+
+
+def test_a_flower_run_that_saves_no_history_exits_1_in_one_line_though_flwr_exits_0(example_app, monkeypatch,
+                                                                                    capsys):
+    """What happens when Ray's node does not start in time under load: flwr run streams the error and exits 0."""
+    from fedkit.flower import main
+
+    app, folder = example_app
+    commands = fake_flwr(monkeypatch)
+    assert main([str(app), "--federation-config", "num-supernodes=5", "--run-config", "fedkit-out='out'"]) == 1
+    moved = app / "out" / folder.name  # a relative fedkit-out is the App's folder's
+    assert commands == [["/bin/flwr", "run", str(app), "--federation-config", "num-supernodes=5", "--stream",
+                         "--run-config", "fedkit-out='out'", "--run-config", f"fedkit-out='{moved.parent}'"]]
+    err = capsys.readouterr().err
+    assert err == f"fedkit: error: the Flower run saved no history in {moved}: it failed before its server finished " \
+                  "(flwr run exits 0 all the same); its log above says why, e.g. Ray's node did not start in time\n"
+
+
+def test_a_history_saved_by_an_earlier_run_does_not_count(example_app, monkeypatch, capsys):
+    from fedkit.flower import main
+
+    app, folder = example_app
+    run(digits_config(rounds=1), cache=False, progress=False).save(folder)
+    fake_flwr(monkeypatch)
+    assert main([str(app)]) == 1
+    assert "saved no history" in capsys.readouterr().err
+
+
+def test_a_flower_run_that_saves_its_history_says_where(example_app, monkeypatch, capsys):
+    from fedkit.flower import main
+
+    app, folder = example_app
+    history = run(digits_config(rounds=1), cache=False, progress=False)
+    history.save(folder)  # an earlier run's, replaced by this one's
+    fake_flwr(monkeypatch, save=history)
+    assert main([str(app)]) == 0
+    assert capsys.readouterr().out == f"fedkit: the Flower run saved its history in {folder} (last round 1, final " \
+                                      f"test accuracy {history.final_accuracy:.4f})\n"
+
+
+def test_flwrs_own_failure_is_passed_on(example_app, monkeypatch, capsys):
+    from fedkit.flower import main
+
+    app, _ = example_app
+    fake_flwr(monkeypatch, returncode=2)
+    assert main([str(app)]) == 2 and capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize("run_config, message", [
+    ([], "Cannot find pyproject.toml in {app}"),
+    (["fedkit-config='missing.yaml'"], "cannot read config file"),
+    (["fedkit-out=runs'"], "The provided configuration string is in an invalid format"),
+])
+def test_what_is_not_a_flower_app_of_a_fedkit_config_is_refused_in_one_line(example_app, tmp_path, run_config,
+                                                                             message, capsys):
+    from fedkit.flower import main
+
+    app = tmp_path / "empty" if not run_config else example_app[0]
+    argv = [str(app)] + [option for value in run_config for option in ("--run-config", value)]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("fedkit: error: ") and message.format(app=app) in err and err.count("\n") == 1, err
+
+
 def test_the_flower_example_runs_as_the_readme_says_from_an_empty_home(tmp_path):
     """README's command for examples/flower, run as a new user runs it: no ~/.flwr, an empty fedkit cache; flwr
     starts its local SuperLink (on free ports; stopped afterwards) and the simulation trains the example's config."""
