@@ -139,6 +139,7 @@ def is_device(name) -> bool:
 def _validate(c: Config) -> None:
     from .algorithms import ALGORITHMS
     from .data import DATASETS, PARTITIONS
+    from .data.partition import check_partition_args
     from .models import MODELS
     from .optim import OPTIMIZERS
     from .threats import make_threat
@@ -149,7 +150,7 @@ def _validate(c: Config) -> None:
 
     def known(name: str, registry):
         value = getattr(c, name)
-        if value not in registry:
+        if not isinstance(value, str) or value not in registry:
             raise ConfigError(f"unknown {name} {value!r}; known: {', '.join(sorted(registry))}")
 
     known("dataset", DATASETS)
@@ -161,12 +162,13 @@ def _validate(c: Config) -> None:
     for name in ("dataset_args", "partition_args", "model_args", "algorithm_args", "optimizer_args", "threat_args",
                  "lr_schedule_args"):
         need(isinstance(getattr(c, name), dict), name, "must be a mapping of option names to values")
+    check_partition_args(c.partition, c.partition_args, supplied=("users",))  # users: the data set's own
     if "lr" in c.optimizer_args:
         raise ConfigError(f"optimizer_args cannot set lr: the client learning rate is the config field lr (got "
                           f"optimizer_args={c.optimizer_args!r})")
     for name in ("num_clients", "rounds", "batch_size", "eval_every"):
         need(_is_int(getattr(c, name)) and getattr(c, name) >= 1, name, "must be an integer ≥ 1")
-    need(_is_int(c.seed) and c.seed >= 0, "seed", "must be an integer ≥ 0")
+    need(_is_int(c.seed) and 0 <= c.seed < 2**63, "seed", "must be an integer in [0, 2**63)")
     need(_is_int(c.snapshots) and c.snapshots >= 0, "snapshots", "must be an integer ≥ 0")
     need(_is_real(c.participation) and 0 < c.participation <= 1, "participation", "must lie in (0, 1]")
     if c.clients_per_round is not None:

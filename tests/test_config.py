@@ -22,7 +22,15 @@ BAD = [
     ({"lr": float("nan")}, "lr must be a finite number > 0, got nan"),
     ({"server_lr": 0}, "server_lr must be a finite number > 0, got 0"),
     ({"batch_size": 0}, "batch_size must be an integer ≥ 1, got 0"),
-    ({"seed": -1}, "seed must be an integer ≥ 0, got -1"),
+    ({"seed": -1}, "seed must be an integer in [0, 2**63), got -1"),
+    ({"seed": 10**30}, "seed must be an integer in [0, 2**63)"),
+    ({"dataset": ["mnist"]}, "unknown dataset ['mnist']"),
+    ({"partition_args": {"phi": "abc"}}, "partition 'dirichlet': phi must be a number, got 'abc'"),
+    ({"partition_args": {"phi": -0.5}}, "partition 'dirichlet': phi must lie in (0, inf), got -0.5"),
+    ({"partition_args": {"phi": 0.0}}, "partition 'dirichlet': phi must lie in (0, inf), got 0.0"),
+    ({"partition_args": {"rho": 1}}, "partition 'dirichlet' got unknown parameter(s) rho"),
+    ({"partition_args": {"phi": float("nan")}}, "partition 'dirichlet': phi must be finite"),
+    ({"partition": "shards", "partition_args": {"shards_per_client": 0}}, "shards_per_client must lie in [1, inf)"),
     ({"engine": "turbo"}, "engine must be 'auto' or one of"),
     ({"compile": "yes"}, "compile must be True or False, got 'yes'"),
     ({"compile": True, "engine": "sequential"}, "compile needs engine 'vectorized' or 'auto', not 'sequential'"),
@@ -53,9 +61,6 @@ def test_bad_value_is_refused_with_its_name(changes, message):
 
 
 RUN_TIME_BAD = [
-    ({"partition_args": {"phi": -0.5}}, "phi"),
-    ({"partition_args": {"phi": 0.0}}, "phi"),
-    ({"partition_args": {"rho": 1}}, "rho"),
     ({"num_clients": 5000, "partition": "iid", "partition_args": {}}, "5000"),
     ({"model_args": {"depth": 3}}, "depth"),
     ({"dataset_args": {"colour": True}}, "colour"),

@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import inspect
 import math
+import typing
 from typing import Annotated
 
 import numpy as np
 import pandas as pd
 
 from ..errors import ConfigError
-from ..registry import is_int, is_real
+from ..registry import check, is_int, is_real
 
 _MAX_REDRAWS = 1000  # bound on the label-set redraws of labels_per_client and label_groups
 
@@ -370,10 +371,10 @@ PARTITIONS = {
 }
 
 
-def make_partition(kind: str, labels, num_clients: int, seed: int, **params) -> list[np.ndarray]:
-    """Partition ``labels`` with PARTITIONS[kind] after checking the kind and the parameter names;
-    the partitioner itself checks the values."""
-    if kind not in PARTITIONS:
+def check_partition_args(kind: str, params: dict, supplied: tuple[str, ...] = ()) -> None:
+    """Raise ConfigError unless ``params`` suit PARTITIONS[kind]: known names, every required one given (but those
+    the caller ``supplied`` itself, such as a data set's ``users``), and each value within its annotation."""
+    if not isinstance(kind, str) or kind not in PARTITIONS:
         raise ConfigError(f"unknown partition kind {kind!r}; known kinds: {', '.join(sorted(PARTITIONS))}")
     fn = PARTITIONS[kind]
     accepted = list(inspect.signature(fn).parameters.values())[3:]  # after labels, num_clients, seed
@@ -382,10 +383,21 @@ def make_partition(kind: str, labels, num_clients: int, seed: int, **params) -> 
     if unknown:
         raise ConfigError(f"partition {kind!r} got unknown parameter(s) {', '.join(unknown)}; "
                           f"it accepts: {', '.join(names) or 'none'}")
-    missing = [p.name for p in accepted if p.default is inspect.Parameter.empty and p.name not in params]
+    missing = [p.name for p in accepted
+               if p.default is inspect.Parameter.empty and p.name not in params and p.name not in supplied]
     if missing:
         raise ConfigError(f"partition {kind!r} needs parameter(s) {', '.join(missing)}")
-    return fn(labels, num_clients, seed, **params)
+    hints = typing.get_type_hints(fn, include_extras=True)
+    for name, value in params.items():
+        if typing.get_origin(hints.get(name)) is Annotated:
+            check(f"partition {kind!r}: {name}", value, hints[name])
+
+
+def make_partition(kind: str, labels, num_clients: int, seed: int, **params) -> list[np.ndarray]:
+    """Partition ``labels`` with PARTITIONS[kind] after checking the kind and the parameters
+    (``check_partition_args``)."""
+    check_partition_args(kind, params)
+    return PARTITIONS[kind](labels, num_clients, seed, **params)
 
 
 # ---------------------------------------------------------------------------------------------- reporting
