@@ -1,4 +1,5 @@
-"""The run cache as a user sees it (``fedkit cache``): its entries, and what a run set aside as corrupt.
+"""The run cache as a user sees it (``fedkit cache``): its entries, what a run set aside as corrupt, and the unfinished
+runs a campaign slice carries to the next machine (``carry``, ``restore``: the checkout's benchmarks/carry/).
 
 An entry is a folder named by a config's key (``runner.Run``): a finished run's History (meta.json and its files,
 and final.pt, the last checkpoint a longer run goes on from), or an unfinished run's checkpoints. A corrupt entry is
@@ -68,3 +69,52 @@ def _entry(path: Path) -> Entry:
         algorithm = "?"
     newest = max((p.stat().st_mtime for p in files), default=path.stat().st_mtime)
     return Entry(path, algorithm, meta.exists(), sum(p.stat().st_size for p in files), time.time() - newest)
+
+
+def _rounds_done(entry: Path) -> int:
+    """The round an unfinished entry's newest readable checkpoint reached (-1: none)."""
+    from .runner import CHECKPOINTS, _read_checkpoint
+
+    for path in (entry / name for name in CHECKPOINTS):
+        try:
+            return int(_read_checkpoint(path)["state"]["t"])
+        except Exception:  # noqa: BLE001 - absent or unreadable: try the previous one
+            continue
+    return -1
+
+
+def carry(root: Path, target: Path) -> list[tuple[str, int]]:
+    """Copy each unfinished entry's newest readable checkpoint (with its config) to ``target/<key>/``, so a campaign
+    slice cut off at the end of a session goes on from there on the next machine (``restore``); (key, round) each."""
+    from .runner import CONFIG
+
+    carried = []
+    for e in entries(root):
+        done = _rounds_done(e.path) if not e.finished and not e.path.parent.name == "flower" else -1
+        if done < 1:
+            continue
+        newest = next(p for p in (e.path / "checkpoint.pt", e.path / "checkpoint.prev.pt") if p.exists())
+        folder = target / e.path.name
+        folder.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(newest, folder / "checkpoint.pt")
+        if (e.path / CONFIG).exists():
+            shutil.copyfile(e.path / CONFIG, folder / CONFIG)
+        carried.append((e.path.name, done))
+    return carried
+
+
+def restore(source: Path, root: Path) -> list[tuple[str, int]]:
+    """Put each carried checkpoint of ``source`` into the cache ``root`` where the cache holds neither the finished run
+    nor a later round of it; (key, round) each."""
+    restored = []
+    folders = sorted(p for p in source.iterdir() if p.is_dir() and KEY.fullmatch(p.name)) if source.is_dir() else []
+    for folder in folders:
+        entry = root / folder.name
+        done = _rounds_done(folder)
+        if done < 1 or (entry / "meta.json").exists() or _rounds_done(entry) >= done:
+            continue
+        entry.mkdir(parents=True, exist_ok=True)
+        for path in folder.iterdir():
+            shutil.copyfile(path, entry / path.name)
+        restored.append((folder.name, done))
+    return restored

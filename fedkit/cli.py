@@ -517,11 +517,28 @@ def cmd_ledger(args) -> int:
     return 0
 
 
+CARRY = "benchmarks/carry"  # unfinished campaign runs carried from one session's machine to the next
+
+
 def cmd_cache(args) -> int:
     from .cache import entries, remove, set_aside, size
     from .runner import default_cache
 
     root = args.dir or default_cache()
+    if args.action in ("carry", "restore"):
+        from .cache import carry, restore
+        from .figures import repo_root
+
+        repo = repo_root()
+        if repo is None:
+            raise FedkitError(f"fedkit cache {args.action} keeps its checkpoints in a checkout's benchmarks/carry/, "
+                              f"and there is no fedkit checkout above {Path.cwd()}")
+        folder = repo / CARRY
+        moved = carry(root, folder) if args.action == "carry" else restore(folder, root)
+        for key, done in moved:
+            print(f"{'carried' if args.action == 'carry' else 'restored'} {key} (after round {done})")
+        print(f"{len(moved)} unfinished run(s) {'carried to' if args.action == 'carry' else 'restored from'} {folder}")
+        return 0
     if args.action == "clean":
         aside = set_aside(root)
         for path in aside:
@@ -635,7 +652,9 @@ def parser() -> argparse.ArgumentParser:
     p = sub.add_parser("cache", help="list the run cache's entries, or clean what runs set aside as corrupt",
                        description="Lists the cached runs (size, age, algorithm, finished or not); 'clean' removes "
                                    "the entries and checkpoints that runs set aside as corrupt.")
-    p.add_argument("action", nargs="?", choices=("list", "clean"), default="list")
+    p.add_argument("action", nargs="?", choices=("list", "clean", "carry", "restore"), default="list",
+                   help="list; clean; carry: copy the unfinished runs' newest checkpoints into the checkout's "
+                        f"{CARRY}/ (to commit); restore: put them back into the cache where it has no later round")
     p.add_argument("--dry-run", action="store_true", help="clean: only say what would be removed")
     p.add_argument("--dir", type=_existing_dir, default=None,
                    help="the cache, a folder (default $FEDKIT_CACHE or ~/.cache/fedkit/runs)")

@@ -197,3 +197,25 @@ def test_a_run_that_stopped_early_keeps_no_final_state_to_go_on_from(tmp_path, c
     capsys.readouterr()
     run(diverged.replace(rounds=3), cache=tmp_path, progress=False)
     assert capsys.readouterr().err == ""  # it trained from round 1 without a word: nothing to go on from
+
+
+def test_an_unfinished_run_carried_to_the_next_machine_resumes_there(tmp_path):
+    """``fedkit cache carry`` keeps an unfinished run's newest checkpoint; ``restore`` on a fresh cache resumes it,
+    and the run then equals one trained straight through."""
+    from fedkit.cache import carry, restore
+    from fedkit.runner import Run
+
+    cfg = Config(dataset="digits", partition="iid", partition_args={}, num_clients=4, model="mlp",
+                 model_args={"hidden": [16]}, rounds=4, local_steps=2, batch_size=16, lr=0.3, seed=3)
+    cut = Run(cfg, cache=tmp_path / "first", progress=False)
+    for rnd in cut.fed.rounds(cut.state):
+        cut.record(rnd)
+        if cut.state.t == 2:
+            break  # the session ends: two rounds checkpointed, the run unfinished
+    assert carry(tmp_path / "first", tmp_path / "carry") == [(cfg.key(), 2)]
+    assert restore(tmp_path / "carry", tmp_path / "second") == [(cfg.key(), 2)]
+    assert restore(tmp_path / "carry", tmp_path / "second") == []  # the cache already holds that round
+    resumed = run(cfg, cache=tmp_path / "second", progress=False)
+    straight = run(cfg, cache=tmp_path / "third", progress=False)
+    pd.testing.assert_frame_equal(resumed.rounds.drop(columns=TIMING), straight.rounds.drop(columns=TIMING))
+    assert resumed.provenance["resumed_after_round"] == 2
