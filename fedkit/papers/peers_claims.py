@@ -1,8 +1,22 @@
-"""Peer parity: fedkit's NIID-Bench cells against the numbers peers published (``fedkit.papers.niid_bench``),
-decided by ``fedkit.ledger`` from figures/peers/niid_bench.csv. A cell is "reproduced" when fedkit's accuracy is within
-2 points of the peer's on every seed. NIID-Bench's own Table III could not be consulted offline, so Flower's NIID-Bench
-baseline (same settings, SCAFFOLD placed after the optimizer step) is the published peer. SCAFFOLD's correction
-placement is decided at NIID-Bench's own MNIST Dir(0.5) settings, from figures/peers/scaffold_placement.csv."""
+"""Peer parity: fedkit's NIID-Bench cells against Flower's NIID-Bench baseline (``fedkit.papers.niid_bench.FLOWER``:
+its README at adap/flower 5252f675, each cell the mean ± std over 3 runs of a run's best test accuracy across its 50
+rounds), decided by ``fedkit.ledger``. NIID-Bench's own Table III could not be consulted offline, so Flower's baseline
+(same settings, SCAFFOLD placed after the optimizer step) is the published peer.
+
+Like with like: each fedkit seed's best test accuracy across its rounds (paper scale: NIID-Bench's 50, every round
+tested) against Flower's mean best. A seed agrees when it is within max(2 points, 2 × Flower's std) of that mean: a
+fedkit seed is one run, as each of Flower's three is, and a run drawn as Flower's are lies within 2 of their std of
+their mean about 95 % of the time (normal); three runs estimate that std loosely (it can come out far too small) and
+fedkit keeps known differences (no weight decay 1e-5, its own partition draws), so the band is never narrower than the
+2 points the ledger used before. Where Flower's runs spread to chance the band reaches it, and the claim says so.
+The small scale (4 rounds of 5 epochs on 3,000 images, tested after the last only) runs no cell of Flower's setting:
+its parity claims are not run there (its cells stay in figures/peers/niid_bench.csv, described in REPRODUCTION.md).
+
+The paper-scale per-round curves of MNIST Dir(0.5) FedAvg and SCAFFOLD (after the step) are in
+figures/peers/paper/scaffold_placement.csv (the same runs as that slice of niid_bench.csv): those two cells read their
+best round there. The other cells read niid_bench.csv's ``best_accuracy``, which the notebook writes from its next
+render. SCAFFOLD's correction placement is decided at NIID-Bench's own MNIST Dir(0.5) settings, from
+figures/peers/scaffold_placement.csv."""
 from __future__ import annotations
 
 from ..ledger import Claim, Gap, Measure, Threshold, Within, headlines
@@ -10,46 +24,80 @@ from .niid_bench import FLOWER
 
 SOURCE = "niid_bench.csv"
 PLACEMENT = "scaffold_placement.csv"
-TOLERANCE = 2.0  # points of accuracy
-FLOOR = dict(floor=80.0, floor_why="every final accuracy below 80 %: the small budget (4 rounds of 5 epochs on 3,000 "
-                                   "images) stops far short of the peers' 50 rounds")
+TOLERANCE = 2.0  # points of accuracy: the narrowest band
+SPREAD = 2.0  # Flower's stds: the band where Flower's runs spread more
+CHANCE = 10.0  # % (10 classes)
 METHODS = {"FedAvg": {}, "SCAFFOLD": {"correction_at": "after_step"}}  # method: rows of the CSV that are its runs
+PLACEMENT_LABELS = {"FedAvg": "FedAvg", "SCAFFOLD": "SCAFFOLD after_step"}  # method: its runs in scaffold_placement.csv
+SMALL = ("the small scale (4 rounds of 5 epochs on 3,000 images, tested after the last only) runs no cell of Flower's "
+         "setting, whose numbers are each run's best over NIID-Bench's 50 rounds")
+
+
+def tolerance(std: float) -> float:
+    """The band around Flower's mean a seed must fall in: max(``TOLERANCE`` points, ``SPREAD`` × Flower's std)."""
+    return max(TOLERANCE, SPREAD * std)
 
 
 def cell(dataset: str, partition: str, method: str) -> Measure:
-    rows = {"dataset": dataset, "partition": partition, "method": method, **METHODS[method]}
-    return Measure(SOURCE, "final_accuracy", where=rows, fill=0.0, names=(method,))
+    """Each paper-scale seed's best accuracy across rounds from niid_bench.csv (its ``best_accuracy`` column; rows of
+    scale "paper" only: the small scale has none, and its claims are not run)."""
+    rows = {"dataset": dataset, "partition": partition, "method": method, **METHODS[method], "scale": "paper"}
+    return Measure(SOURCE, "best_accuracy", where=rows, fill=0.0, names=(method,))
+
+
+def spread_caveat(cell_name: str, mean: float, std: float) -> str:
+    """What the band admits where Flower's runs spread down to chance (empty where they do not)."""
+    band = tolerance(std)
+    if band <= TOLERANCE or mean - band > CHANCE:
+        return ""
+    reach = "every accuracy from 0 to 100 %: no seed can contradict it" if mean + band >= 100 else \
+        f"chance ({CHANCE:g} %): a run that does not learn agrees"
+    return (f"Flower's 3 runs of {cell_name} spread ({mean:.2f} ± {std:.2f}): the band, ± {band:.2f} points, reaches "
+            + reach)
 
 
 def parity(dataset: str, partition: str, method: str) -> Claim:
-    peer = FLOWER[dataset, partition][method]
-    return Claim(f"peers-{dataset.lower()}-{partition.lower().replace('#c=', 'c')}-{method.lower()}", "peers",
-                 f"NIID-Bench, {dataset}, {partition}, {method}"
-                 + (" (correction after the optimizer step)" if method == "SCAFFOLD" else "") + ", final accuracy %",
-                 f"fedkit's {method} within {TOLERANCE:g} points of Flower's NIID-Bench baseline", f"{peer:g}",
-                 cell(dataset, partition, method), Within(method, peer, TOLERANCE), **FLOOR)
+    mean, std = FLOWER[dataset, partition][method]
+    band = tolerance(std)
+    cid = f"peers-{dataset.lower()}-{partition.lower().replace('#c=', 'c')}-{method.lower()}"
+    item = (f"NIID-Bench, {dataset}, {partition}, {method}"
+            + (" (correction after the optimizer step)" if method == "SCAFFOLD" else "")
+            + ", best accuracy across rounds %")
+    text = (f"each seed's best accuracy across rounds within {band:g} points of Flower's NIID-Bench baseline (its "
+            f"mean best across rounds; band max({TOLERANCE:g}, {SPREAD:g} × its std))")
+    measure = cell(dataset, partition, method)
+    rule, paper_measure = Within(method, mean, band), None
+    if (dataset, partition) == ("MNIST", "Dir(0.5)"):  # per-round curves at paper scale: its best round, fractions
+        label = PLACEMENT_LABELS[method]
+        paper_measure = Measure(PLACEMENT, "test_accuracy", reduce="best", fill=0.0, percent=True, names=(label,))
+        rule = Within(label, mean / 100, band / 100)
+    return Claim(cid, "peers", item, text, f"{mean:.2f} ± {std:.2f}", measure, rule, missing=SMALL,
+                 caveat=spread_caveat(f"{dataset} {partition} {method}", mean, std), paper_measure=paper_measure)
 
 
 def placement_claims() -> list[Claim]:
     """SCAFFOLD's correction placement at NIID-Bench's own MNIST Dir(0.5) settings (scaffold_placement.csv: the full
     data, 10 epochs, momentum 0.9; small = the first 4 of 50 rounds)."""
     item = "NIID-Bench's MNIST Dir(0.5) settings, SCAFFOLD with SGD momentum 0.9"
+    scaffold, fedavg = FLOWER["MNIST", "Dir(0.5)"]["SCAFFOLD"], FLOWER["MNIST", "Dir(0.5)"]["FedAvg"]
+    flower = f"{scaffold[0]:.2f} ± {scaffold[1]:.2f} vs {fedavg[0]:.2f} ± {fedavg[1]:.2f}"
 
     def diverged(label):
         return Measure(PLACEMENT, "diverged", reduce="last", names=(label,))
 
-    accuracy = Measure(PLACEMENT, "test_accuracy", reduce="last", fill=0.0, percent=True,
+    accuracy = Measure(PLACEMENT, "test_accuracy", reduce="best", fill=0.0, percent=True,
                        names=("SCAFFOLD after_step", "FedAvg"))
     return [
         Claim("peers-scaffold-momentum-converges", "peers", item + ", the correction after the optimizer step "
               "(fedkit's default, NIID-Bench's and Flower's code): runs that diverged",
               "SCAFFOLD under momentum does not diverge (small: the first 4 of 50 rounds)",
-              "converges (Flower: 99.0 %)",
+              f"converges (Flower: best {scaffold[0]:.2f} ± {scaffold[1]:.2f} %)",
               diverged("SCAFFOLD after_step"), Threshold("SCAFFOLD after_step", at_most=0)),
         Claim("peers-scaffold-momentum-tracks-fedavg", "peers", item + ", the correction after the optimizer step: "
-              "final accuracy %", "SCAFFOLD ends within 2 points of FedAvg, or above it (Flower: 99.0 vs 98.9 %)",
-              "99.0 vs 98.9", accuracy, Gap("SCAFFOLD after_step", "FedAvg", at_least=-TOLERANCE / 100),
-              floor=0.8, floor_why="every final accuracy below 80 %: the runs have not learned"),
+              "best accuracy across rounds %", "SCAFFOLD's best within 2 points of FedAvg's, or above it (Flower: "
+              "mean best of 3 runs)", flower, accuracy,
+              Gap("SCAFFOLD after_step", "FedAvg", at_least=-TOLERANCE / 100),
+              floor=0.8, floor_why="every accuracy below 80 %: the runs have not learned"),
         Claim("peers-scaffold-in-optimizer-diverges", "peers", item + ", the correction inside the optimizer (fedkit "
               "0.1's convention, which momentum amplifies): runs that diverged",
               "with the correction inside the momentum optimizer SCAFFOLD diverges (no peer places it there)",
