@@ -52,7 +52,8 @@ GPU_MISSING = "paper scale not run yet (`fedkit figures --scale paper --plan` li
 class Measure:
     """Rows of ``source`` (a CSV under figures/<paper>/) filtered by ``where`` (column → value or list of values),
     one value per (``seed``, ``by``) from column ``value``. A per-round CSV is first reduced per run by ``reduce``:
-    "last" (the last round's value), "best" (the highest value over the rounds), "tail:N" (the mean of the last N rounds; N < 1: that fraction of the rounds),
+    "last" (the last round's value), "best" (the highest value over the rounds), "tail:N" (the mean of the last N
+    rounds; N < 1: that fraction of the rounds),
     "tailstd:N" (their standard deviation: how steady a run ends), or "reach:T" (the first round whose value is ≥ T;
     a run that never reaches it gets NaN). ``fill`` replaces NaN (a diverged run, or one that never
     reached the target) by a value, e.g. 0 for accuracy or the round cap + 1 for rounds, so that it loses a
@@ -654,9 +655,13 @@ def summary(ledger: pd.DataFrame, all_claims: list[Claim], root: Path) -> str:
 
 
 def _evidence(row) -> str:
-    if row["verdict"] in ("not run", "not comparable"):
-        return "waits" if row["verdict"] == "not run" else "the runs do not learn"
-    return _parts(row["why"])[0]
+    """A verdict's deciding evidence, or, not run or not comparable, why in short."""
+    first = _parts(row["why"])[0]
+    if row["verdict"] == "not comparable":
+        return "the runs do not learn"
+    if row["verdict"] == "not run":
+        return "its runs wait" if first.startswith(GPU_MISSING) else first.split(" (")[0]
+    return first
 
 
 def _coverage(root: Path, rows: pd.DataFrame) -> tuple[str, str]:
