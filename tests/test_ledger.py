@@ -185,10 +185,13 @@ def test_ledger_few_seeds_states_its_reason_at_small_scale_only(tmp_path):
     assert ledger.with_few_seeds([c], {"y.csv": "other"}) == [c]
 
 
-def test_ledger_seed_budget_scales_the_planned_minutes_to_three_seeds():
-    over, within = ledger.seed_budget(2, 28.5), ledger.seed_budget(1, 2.2)
-    assert "3 would take ≈ 43 min" in over and over.endswith("over the 20-minute small-scale budget")
-    assert "3 would take ≈ 7 min" in within and within.endswith("a seed loop in the notebook is pending")
+def test_ledger_seed_budget_says_what_the_csv_holds_and_what_the_notebook_runs():
+    waiting, fewer = ledger.seed_budget(2, 114.7, 42.8), ledger.seed_budget(2, 60.0, 50.0, runs=2)
+    assert waiting.startswith("the committed CSV holds 2 seeds; the notebook now runs 3 (")
+    assert "≈ 43 min idle, 115 loaded" in waiting and waiting.endswith("waits for that render")
+    assert "3 would take ≈ 75 min" in fewer
+    assert fewer.endswith(f"over the {ledger.SMALL_BUDGET_MINUTES}-minute small-scale budget")
+    assert ledger.SMALL_BUDGET_MINUTES == 60
 
 
 def test_ledger_claim_ids_are_unique_and_every_label_is_one_of_five():

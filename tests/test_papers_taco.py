@@ -37,7 +37,7 @@ def test_table7_runs_one_hundred_clients():
     assert (small.num_clients, small.algorithm, small.partition_args) == (100, "stem", {"phi": 0.2})
 
 
-@pytest.mark.parametrize("scale, seeds", [("paper", [3, 4, 5]), ("small", [3])])
+@pytest.mark.parametrize("scale, seeds", [("paper", [3, 4, 5]), ("small", [3, 4, 5]), ("ci", [3])])
 def test_table7_lists_its_budget_seeds(scale, seeds):
     listed = taco.runs("table7_scalability", scale, seed=3)
     assert len(listed) == 3 * 8 * len(seeds)  # data sets × (seven methods + TACO with detection off) × seeds
@@ -167,8 +167,10 @@ def test_seeded_labels_seed_first_keep_a_conditional_run_last():
     assert list(seeded(listed, [3, 4])) == ["a/seed 3", "a/seed 4", "b?/seed 3", "b?/seed 4"]
 
 
-def test_table6_runs_femnist_at_every_seed_only_at_paper_scale():
-    def femnist_seeds(scale):
-        listed = taco.runs("table6_ablation", scale)
-        return sorted({c.seed for label, c in listed.items() if label.startswith("femnist")})
-    assert femnist_seeds("paper") == [0, 1, 2] and femnist_seeds("small") == [0]
+@pytest.mark.parametrize("notebook", ["table6_ablation", "table8_freeloader_detection", "fig6_tailored_baselines"])
+def test_every_setting_runs_at_every_seed_of_the_scale(notebook):
+    for scale, n in taco.SEEDS.items():
+        listed = taco.runs(notebook, scale)
+        settings = {label.rsplit("/seed ", 1)[0] for label in listed}
+        assert len(listed) == len(settings) * n, scale
+        assert {c.seed for c in listed.values()} == set(range(n)), scale

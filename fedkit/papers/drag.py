@@ -63,6 +63,7 @@ DRIFT_METHODS = ("FedAvg", "FedProx", "SCAFFOLD", "AdaBest", "DRAG")
 BYZANTINE_METHODS = ("FedAvg", "FLTrust", "DRAG")
 ROBUST_C = 0.5  # the paper gives no c for robust DRAG: 0.5 maps an exactly reversed upload to +r (§4.3, Remark 3)
 C_SWEEP = (0.1, 0.25, 0.5, 1.0)
+SEEDS = {"ci": 1, "small": 3, "paper": 3}  # Figs. 3–8 (their notebooks' ``n_seeds`` default); the c sweep: the first
 FIGURES = {"fig3a": ("emnist", "full"), "fig3b": ("emnist", "partial"), "fig4a": ("cifar10", "full"),
            "fig4b": ("cifar10", "partial"), "fig5": ("cifar10", "low"), "fig6": ("cifar10", "high"),
            "fig7": ("emnist", "low"), "fig8": ("emnist", "high")}
@@ -193,7 +194,7 @@ def runs(notebook: str, scale: str, seed: int = 0, device: str = "cpu") -> dict[
         return {}
     if notebook in ("fig3_emnist_client_drift", "fig4_cifar10_client_drift"):
         panels = ["fig3a", "fig3b"] if notebook.startswith("fig3") else ["fig4a", "fig4b"]
-        n = {"ci": 1, "small": 2 if panels[0] == "fig3a" else 1, "paper": 3}[scale]
+        n = SEEDS[scale]
         stop = target(panels[0], scale)
         listed = {f"{fig}/{m}": cfg(fig, m, stop_accuracy=stop) for fig in panels for m in DRIFT_METHODS}
         if panels[0] == "fig3a":  # the adaptive-λ ablation
@@ -202,7 +203,7 @@ def runs(notebook: str, scale: str, seed: int = 0, device: str = "cpu") -> dict[
         return seeded(listed, n)
     if notebook in ("figs5_6_byzantine_cifar10", "figs7_8_byzantine_emnist"):
         panels = ["fig5", "fig6"] if notebook.startswith("figs5") else ["fig7", "fig8"]
-        n = {"ci": 1, "small": 3, "paper": 3}[scale]
+        n = SEEDS[scale]
         sweep = [c for c in ([] if scale == "ci" else C_SWEEP) if c != ROBUST_C]
         listed = {f"{fig}/{m}": cfg(fig, m) for fig in panels for m in BYZANTINE_METHODS}
         listed |= {f"{fig}/FedAvg, no attack": cfg(fig, "FedAvg", threat=None, threat_args={}) for fig in panels}

@@ -52,6 +52,7 @@ METHODS = {
     "FedPVR": ("fedpvr", {"layers": "output"}),
     "FedDUAL": ("feddual", {}),
 }
+SEEDS = {"ci": 1, "small": 3, "paper": 3}  # Tables 2–4's seeds per scale, every data set (its ``n_seeds`` default)
 # Tables 2–4: the ablation (AL = adaptive loss, DA = dynamic aggregation)
 ABLATION = {
     "AL only": ("feddual", {"dynamic_aggregation": False}),
@@ -128,8 +129,9 @@ def runs(notebook: str, scale: str, seed: int = 0, device: str = "cpu") -> dict[
         return cfg("fmnist", algorithm_args={k: v for k, v in args.items() if v != defaults[k]})
 
     datasets = {"ci": ["fmnist"], "small": ["fmnist", "cifar10"], "paper": ["fmnist", "cifar10", "cifar100"]}[scale]
-    three = [seed, seed + 1, seed + 2]  # every scale; Tables 1–4 run CIFAR at the first seed only, below paper scale
+    three = [seed, seed + 1, seed + 2]  # every scale; Table 1 runs CIFAR at the first seed only, below paper scale
     seeds = {d: three if scale == "paper" or d == "fmnist" else [seed] for d in datasets}
+    ablation = list(range(seed, seed + SEEDS[scale]))  # Tables 2–4: every data set at SEEDS
     if notebook == "fig13_fig14_heterogeneity":
         alphas = {"ci": [0.1, 1.0], "small": [0.01, 0.1, 1.0], "paper": [0.01, 0.05, 0.1, 0.5, 1.0]}[scale]
         methods = list(METHODS) if scale == "paper" else ["FedAvg", "FedProx", "FedDUAL"]
@@ -162,7 +164,7 @@ def runs(notebook: str, scale: str, seed: int = 0, device: str = "cpu") -> dict[
                 for d in datasets for m in METHODS for s in seeds[d]}
     if notebook == "table2_fig8_ablation":
         out = {f"{d}/{m}/seed {s}": config(d, scale, m, seed=s, device=device)
-               for d in datasets for m in ABLATION for s in seeds[d]}
+               for d in datasets for m in ABLATION for s in ablation}
         out["fmnist/free-support barycenter"] = cfg("fmnist", algorithm_args={"barycenter": "free_support"})
         for d in datasets:
             out[f"{d}/neither"] = cfg(d, algorithm_args={"adaptive_loss": False, "dynamic_aggregation": False})

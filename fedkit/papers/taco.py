@@ -84,11 +84,10 @@ SLOW = 1.8  # Fig. 4's "o": more than 80 % over FedAvg's client time to the targ
 # The paper's headline ranges over Table V: TACO's final accuracy gain over FedAvg and its saving in client time to
 # the target, in %
 GAINS = {"accuracy gain %": (2.76, 58.68), "time saving %": (25.6, 62.7)}
-# Seeds of the notebooks with an ``n_seeds`` parameter (Table I; Table V on Shakespeare), its default per scale
+# Seeds of the seeded notebooks per scale, their ``n_seeds`` default: Tables I, V (its three notebooks), VI, VII and
+# VIII, Fig. 6 and Fig. 7's γ grid (its long MNIST runs at the first seed); one at ci, a quick look. Table II and the
+# adult notebook keep their own lists
 SEEDS = {"paper": 3, "small": 3, "ci": 1}
-# Seeds of Table V's label-group and Dirichlet notebooks, of Table VII (their ``n_seeds`` default) and of Fig. 7's γ
-# grid: one below paper scale, where three would not fit the notebook budget
-BUDGET_SEEDS = {"paper": 3, "small": 1, "ci": 1}
 
 # Table I of the paper: client seconds per 100 local updates on an RTX 3090 (FoolsGold shares FedAvg's column, TACO
 # has none), and the rounds each timing run lasts (round 1 is dropped: it pays for warm-up)
@@ -266,7 +265,7 @@ def runs(notebook: str, scale: str, seed: int = 0, device: str = "cpu") -> dict[
     def seeded(configs: dict[str, Config], n: int) -> dict[str, Config]:
         return at_seeds(configs, range(seed, seed + n))
 
-    n_seeds = 2 if scale == "ci" else 3  # Table II; Table VI's adult, Table VIII's λ = T/5, Fig. 6's FMNIST
+    n_seeds = SEEDS[scale]
 
     def table5(datasets):
         out = {f"{d}/{m}": cfg(d, m) for d in datasets for m in METHODS}
@@ -299,22 +298,22 @@ def runs(notebook: str, scale: str, seed: int = 0, device: str = "cpu") -> dict[
             algorithm_args={"gamma": gamma, "correction": correction, "detect": False, "tailored_aggregation": False},
             rounds=rounds, local_steps=10, batch_size=8, lr=0.1, seed=seed, device=device)
             for correction in ("uniform", "tailored") for gamma in (0.0, 0.5, 1.0, 1.5, 2.0, 2.5)}
-    if notebook == "fig6_tailored_baselines":  # FMNIST at every seed, the SVHN stand-in at the first
+    if notebook == "fig6_tailored_baselines":  # both data sets at every seed
         out = {}
         for d in ("fmnist", "svhn"):
             for m in ("FedProx", "Scaffold"):
                 plain = cfg(d, m)
                 tailored = plain.replace(algorithm="tailored",
                                          algorithm_args={"base": plain.algorithm, **plain.algorithm_args})
-                out |= seeded({f"{d}/{m}": plain, f"{d}/{m}-TACO": tailored}, n_seeds if d == "fmnist" else 1)
+                out |= seeded({f"{d}/{m}": plain, f"{d}/{m}-TACO": tailored}, n_seeds)
         return out
-    if notebook == "fig7_gamma_sensitivity":  # the γ grid at BUDGET_SEEDS, the long MNIST runs at the first seed
+    if notebook == "fig7_gamma_sensitivity":  # the γ grid at every seed, the long MNIST runs at the first seed
         grid = {}
         for d in ("mnist", "fmnist", "cifar10"):
             for gamma in (0.0, 0.001, 0.01, 0.1, 1.0):
                 c = cfg(d, algorithm_args={"gamma": gamma, "detect": False})
                 grid[f"{d}/γ={gamma}"] = c.replace(eval_every=c.rounds)
-        out = seeded(grid, BUDGET_SEEDS[scale])
+        out = seeded(grid, n_seeds)
         base = cfg("mnist", algorithm_args={"detect": False})
         long = {"ci": 2 * base.rounds, "small": 100, "paper": 3 * base.rounds}[scale]
         for gamma in (0.0, 1 / base.local_steps, 1.0):
@@ -326,13 +325,13 @@ def runs(notebook: str, scale: str, seed: int = 0, device: str = "cpu") -> dict[
         for d in TABLE1:
             out[f"{d}/warm-up"] = cfg(d, "FedAvg", engine="sequential", rounds=1)
             out |= seeded({f"{d}/{m}": cfg(d, m, engine="sequential", rounds=TABLE1_ROUNDS[scale])
-                           for m in TABLE1_METHODS}, SEEDS[scale])
+                           for m in TABLE1_METHODS}, n_seeds)
         return out
     if notebook == "table2_alpha_groups":
         return seeded({d: cfg(d, algorithm_args={"detect": False}, threat="freeloaders", threat_args={"fraction": 0.4})
-                       for d in ("mnist", "fmnist", "svhn", "cifar10")}, n_seeds)
+                       for d in ("mnist", "fmnist", "svhn", "cifar10")}, 2 if scale == "ci" else 3)  # its own list
     if notebook == "table5_fig2_fig4_fig5_label_groups":
-        out = each_seed(table5(["fmnist", "svhn", "cifar10"]), BUDGET_SEEDS[scale])
+        out = each_seed(table5(["fmnist", "svhn", "cifar10"]), n_seeds)
         grids = {"FedProx": ("mu", [0.001, 0.01, 0.1]), "FedACG": ("beta", [0.001, 0.01, 0.1]),
                  "STEM": ("a", [0.05, 0.1, 0.2])}
         if scale != "small":  # Fig. 2's grids
@@ -343,9 +342,9 @@ def runs(notebook: str, scale: str, seed: int = 0, device: str = "cpu") -> dict[
                             for v in values}
         return out
     if notebook == "table5_fig4_fig5_shakespeare":  # every run at each seed ("seed s/" first: "?" stays last)
-        return each_seed(table5(["shakespeare"]), SEEDS[scale])
+        return each_seed(table5(["shakespeare"]), n_seeds)
     if notebook == "table5_fig4_fig5_table3_dirichlet":
-        return each_seed(table5(["adult", "cifar100"]), BUDGET_SEEDS[scale])
+        return each_seed(table5(["adult", "cifar100"]), n_seeds)
     if notebook == "table6_ablation":
         out = {}
         for d, phi in (("femnist", 0.2), ("femnist", 0.5), ("adult", 0.1), ("adult", 0.5)):
@@ -359,22 +358,22 @@ def runs(notebook: str, scale: str, seed: int = 0, device: str = "cpu") -> dict[
                 for correction in (False, True) for aggregation in (False, True)}
             listed[f"{d} Dir({phi})/FedAvg"] = base.replace(partition_args=split, algorithm="fedavg",
                                                             algorithm_args={"weighting": "uniform"})
-            out |= seeded(listed, n_seeds if d == "adult" or scale == "paper" else 1)  # FEMNIST: the first below paper
+            out |= seeded(listed, n_seeds)
         return out
     if notebook == "table7_scalability":
         variants = {**{m: (m, {}) for m in METHODS},
                     "TACO, detection off": ("TACO", {"algorithm_args": {"detect": False}})}
         return seeded({f"{d}/{label}": scalability_config(d, scale, m, seed=seed, device=device, **changes)
                        for d in ("adult", "femnist", "cifar100") for label, (m, changes) in variants.items()},
-                      BUDGET_SEEDS[scale])
+                      n_seeds)
     if notebook == "table8_freeloader_detection":
         kappas, divisors = ([0.6, 1.0], {"T/5": 5}) if scale == "ci" else \
             ([0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0], {"T/10": 10, "T/5": 5, "T/2": 2})
         base = cfg("fmnist", threat="freeloaders", threat_args={"fraction": 0.4})
         out = {}
-        for name, d in divisors.items():  # λ = T/5 at every seed, the other λ at the first
+        for name, d in divisors.items():  # every λ at every seed
             cells = {f"λ={name}/κ={kappa}": base.replace(algorithm_args={"kappa": kappa, "lam": -(-base.rounds // d)},
                                                          eval_every=base.rounds) for kappa in kappas}
-            out |= seeded(cells, n_seeds if name == "T/5" else 1)
+            out |= seeded(cells, n_seeds)
         return out
     raise ValueError(f"unknown TACO notebook {notebook!r}; the notebooks are notebooks/taco/*.ipynb")
