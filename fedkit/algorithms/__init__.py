@@ -2,6 +2,7 @@
 from ..registry import build
 from .adabest import AdaBest
 from .base import Algorithm, RoundInfo, Settings
+from .dp import DP
 from .drag import Drag, DragRobust
 from .fadamgc import FANT, FAdamGC, LocalAdam
 from .fedacg import FedACG
@@ -27,7 +28,7 @@ ALGORITHMS: dict[str, type[Algorithm]] = {cls.name: cls for cls in (FedAvg, FedP
                                                                     FedACG, Stem, Tailored, FedDyn,
                                                                     FedNova, Moon, FedPVR, FedDual, FedBN,
                                                                     FAdamGC, FANT, LocalAdam, FedAdam, FedAMS, FedAvgM,
-                                                                    ScaffoldM, Drag, DragRobust, FLTrust, AdaBest)}
+                                                                    ScaffoldM, Drag, DragRobust, FLTrust, AdaBest, DP)}
 
 
 def make_algorithm(name: str, run: Settings | None = None, **hyper) -> Algorithm:
