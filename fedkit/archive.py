@@ -5,8 +5,8 @@ a reviewer can recompute any curve from committed data.
 A notebook rendered at a scale writes ``figures/<paper>/[paper/]runs/<notebook>.parquet``: every run of its process,
 one row per (run, round) with the run's config key in column ``key``. Beside it ``<notebook>.clients.parquet`` holds
 the per-client rows, and the rounds file's metadata holds each run's config, its divergence and its training
-provenance (device, GPU model, torch, threads, commit, training seconds). Models are not archived: a notebook that
-reads a run's weights trains it.
+provenance (device, GPU model, torch, threads, commit, training seconds). Models are not archived: an archived run
+trains when its weights or snapshots are first read (``Archived``), on this machine, into the run cache.
 
 Rendering reads a run from the archive when the run cache lacks it (``runner.Run``).
 """
@@ -59,9 +59,39 @@ def read(path: Path) -> dict[str, History]:
     def rows(frame: pd.DataFrame, key: str, columns: list[str]) -> pd.DataFrame:
         return frame.loc[frame["key"] == key, columns].reset_index(drop=True)
 
-    return {key: History(run["config"], rows(rounds, key, run["rounds"]), rows(clients, key, run["clients"]),
-                         run["diverged"], run["ended_early"], provenance={**run["provenance"], "archive": str(path)})
+    return {key: Archived(run["config"], rows(rounds, key, run["rounds"]), rows(clients, key, run["clients"]),
+                          run["diverged"], run["ended_early"], provenance={**run["provenance"], "archive": str(path)})
             for key, run in runs.items()}
+
+
+class Archived(History):
+    """A run read from the archive: its records at once; its final model and snapshots, which the archive does not
+    keep, trained on first use (``runner.run`` with the archive off, so into the run cache)."""
+
+    @property
+    def weights(self):
+        return self._trained()[0]
+
+    @weights.setter
+    def weights(self, value):
+        self._weights = value
+
+    @property
+    def models(self):
+        return self._trained()[1]
+
+    @models.setter
+    def models(self, value):
+        self._snapshots = value
+
+    def _trained(self):
+        if self._weights is None:
+            from .config import Config
+            from .runner import run
+
+            trained = run(Config.from_dict(self.config), progress=False, archive=False)
+            self._weights, self._snapshots = trained.weights, trained.models
+        return self._weights, self._snapshots
 
 
 @cache

@@ -33,8 +33,8 @@ import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
-from . import archive
 from .algorithms import Algorithm
+from .archive import lookup
 from .config import Config, is_device
 from .engine import ClientInput, RoundResult
 from .errors import ConfigError, FedkitError
@@ -71,13 +71,15 @@ def cached_devices() -> list[str]:
     return devices
 
 
-def finished_run(cfg: Config, root: Path | None) -> Config | None:
-    """The config whose finished run in the cache stands for ``cfg``'s: its own, else the one run on a device of
-    ``cached_devices()`` (the history and the figure's provenance then name the device that trained it), else None."""
+def finished_run(cfg: Config, root: Path | None, archived: bool = True) -> Config | None:
+    """The config whose finished run in the cache (or, ``archived``, the run archive) stands for ``cfg``'s: its own,
+    else the one run on a device of ``cached_devices()`` (the history and the figure's provenance then name the device
+    that trained it), else None."""
     if root is None:
         return None
     return next((c for c in (cfg, *(cfg.replace(device=d) for d in cached_devices()))
-                 if (root / c.key() / "meta.json").exists() or archive.lookup(c.key()) is not None), None)
+                 if (root / c.key() / "meta.json").exists() or (archived and lookup(c.key()) is not None)),
+                None)
 
 
 def rounds_left(cfg: Config, cache: str | Path | None = None) -> int:
@@ -97,16 +99,17 @@ def rounds_left(cfg: Config, cache: str | Path | None = None) -> int:
 
 
 def run(cfg: Config, *, cache: str | Path | bool | None = None, progress: bool = True,
-        callbacks: tuple[Callable[[dict, torch.Tensor], None], ...] = ()) -> History:
+        callbacks: tuple[Callable[[dict, torch.Tensor], None], ...] = (), archive: bool = True) -> History:
     """Train ``cfg`` and return its History.
 
     ``cache``: a directory (default $FEDKIT_CACHE or ~/.cache/fedkit/runs), or False for none. A finished
     run with the same config hash is loaded instead of retrained; an unfinished one resumes from its
-    checkpoint (written after every round); one being trained by another process is waited for.
+    checkpoint (written after every round); one being trained by another process is waited for; one the cache
+    lacks is read from the run archive (``archive``: its models train on first use).
     ``callbacks`` get each round's record after it is logged.
     """
     with _entries_locked([cfg], cache):
-        r = Run(cfg, cache=cache, progress=progress, callbacks=callbacks)
+        r = Run(cfg, cache=cache, progress=progress, callbacks=callbacks, archive=archive)
         r.train_alone()
         return r.finish()
 
@@ -116,9 +119,9 @@ class Run:
     records and the simulated clock. ``history`` is set at once for a cached run; otherwise feed it the rounds
     from ``state`` on (``record``, True once the run must stop) and ``finish``."""
 
-    def __init__(self, cfg: Config, *, cache=None, progress: bool = True, callbacks=()):
+    def __init__(self, cfg: Config, *, cache=None, progress: bool = True, callbacks=(), archive: bool = True):
         root = _cache_root(cache)
-        cfg = finished_run(cfg, root) or cfg
+        cfg = finished_run(cfg, root, archive) or cfg
         self.cfg, self.callbacks, self.history = cfg, callbacks, None
         SEEN[cfg.key()] = cfg
         self.run_dir = None if root is None else root / cfg.key()
@@ -128,7 +131,7 @@ class Run:
                 return
             except FedkitError as err:
                 _set_aside(self.run_dir, err)
-        if root is not None and (archived := archive.lookup(cfg.key())) is not None:
+        if root is not None and archive and (archived := lookup(cfg.key())) is not None:
             self.history = archived  # not in this machine's cache: read from the committed run archive
             return
         self.fed = fed = Federation(cfg)

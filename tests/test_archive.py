@@ -5,6 +5,7 @@ import sys
 
 import pandas as pd
 import pytest
+import torch
 
 from fedkit import Config, archive, run
 from fedkit.figures import run_notebooks
@@ -48,6 +49,18 @@ def test_a_run_missing_from_the_cache_is_read_from_the_archive_without_training(
     other = digits_config(rounds=2, seed=5)
     with pytest.raises(pytest.fail.Exception, match="retrained"):  # a run the archive lacks trains
         run(other, cache=tmp_path / "empty_cache", progress=False)
+
+
+def test_an_archived_runs_model_trains_when_first_read(tmp_path, monkeypatch):
+    cfg = digits_config(rounds=2)
+    trained = run(cfg, cache=tmp_path / "cache", progress=False)
+    archive.write(tmp_path / "figures", "nb", {cfg.key(): trained})
+    monkeypatch.setenv("FEDKIT_FIGURES", str(tmp_path / "figures"))
+    monkeypatch.setenv("FEDKIT_CACHE", str(tmp_path / "fresh"))
+    archived = run(cfg, progress=False)  # the records, from the archive
+    assert isinstance(archived, archive.Archived) and not (tmp_path / "fresh" / cfg.key()).exists()
+    assert torch.equal(archived.weights, trained.weights)  # trained now, on this machine, into its cache
+    assert (tmp_path / "fresh" / cfg.key() / "meta.json").exists()
 
 
 def test_an_unreadable_archive_is_named(tmp_path):
