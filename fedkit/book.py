@@ -4,7 +4,10 @@ static site (mkdocs-material + mkdocs-jupyter), with each notebook's figures and
 Nothing is trained or executed. The notebooks are committed without outputs, so ``build`` copies them into a build
 folder and gives the code cell that writes a result (``save_figure``/``save_table``) that result as its output: the
 committed figures/<paper>/<name>.png (and paper/<name>.png, at paper scale, when present), and the CSV as a table
-where no figure shows it. A result no notebook names goes on its paper's "Other results" page.
+where no figure shows it. A result no notebook names goes on its paper's "Other results" page. Every page has
+previous/next links; a notebook page links its committed .ipynb (copied into the site) and a Binder launch; the home
+page holds the course's syllabus; math is typeset by a MathJax copied into the site (no CDN); REPRODUCTION.md is
+split into its summary and one page per paper.
 
     python -m fedkit.book            # or: fedkit book; writes site/ (open site/index.html)
 """
@@ -22,12 +25,34 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import quote
 
 from .errors import FedkitError
 
 COURSE = "teaching"
 TABLE_ROWS = 15  # a CSV shown as a table shows its first rows
 MARKER = ".fedkit-book"  # written into every site the book builds: only a folder holding it is ever replaced
+# the GitHub repository and branch whose notebooks the Binder links launch: $FEDKIT_BOOK_REPO, $FEDKIT_BOOK_BRANCH
+REPO, BRANCH = "fedkit/fedkit", "main"
+DOWNLOADS = "notebooks"  # the committed notebooks, copied into the site as notebooks/<folder>/<name>.ipynb
+ASSETS = "assets/fedkit"
+HIDE_TOC = "---\nhide:\n  - toc\n---\n\n"  # page front matter: the table of contents' width goes to the tables
+# MathJax 3 typesets $...$ and $$...$$ in notebooks' Markdown cells and pymdownx.arithmatex's output, nothing else
+MATHJAX_CONFIG = r"""window.MathJax = {
+  tex: {inlineMath: [["$", "$"], ["\\(", "\\)"]], displayMath: [["$$", "$$"], ["\\[", "\\]"]],
+        processEscapes: true, tags: "ams"},
+  startup: {elements: [".jp-MarkdownOutput", ".arithmatex"]}
+};
+"""
+# Markdown tables (a paper's 7-column reproduction table) wrap to the page's width, their header row kept in view
+BOOK_CSS = """.md-typeset__scrollwrap, .md-typeset__table, .md-typeset__table table:not([class]) { overflow: visible; }
+.md-typeset table:not([class]) :is(th, td) { overflow-wrap: break-word; padding: .75em .9em; }
+.md-typeset table:not([class]) th {
+  min-width: 0; position: sticky; top: 2.4rem; z-index: 1; background-color: var(--md-default-bg-color);
+  box-shadow: 0 .05rem 0 var(--md-typeset-table-color);
+}
+.fedkit-links { font-size: .7rem; }
+"""
 
 
 @dataclass
@@ -96,8 +121,8 @@ def _shared_words(a: str, b: str) -> int:
 
 
 def outputs_for(result: Result, page_depth: int) -> list[dict]:
-    """Notebook outputs showing ``result``: a caption, then its figure (an <img> of the copy under figures/), or
-    the first rows of its CSV where there is no figure."""
+    """Notebook outputs showing ``result``: a caption, then its figure (an <img> of the copy under figures/, a link
+    to it full size), or the first rows of its CSV where there is no figure."""
     import pandas as pd
 
     up = "../" * page_depth
@@ -105,7 +130,8 @@ def outputs_for(result: Result, page_depth: int) -> list[dict]:
     caption = (f'<p class="fedkit-result"><em>Committed result</em> <code>{where}.{"png" if result.png else "csv"}'
                f'</code> ({result.scale} scale)</p>')
     if result.png is not None:
-        body = f'<img src="{up}{where}.png" alt="{html.escape(result.name)}" style="max-width:100%">'
+        body = (f'<a href="{up}{where}.png" title="full size"><img src="{up}{where}.png" '
+                f'alt="{html.escape(result.name)}" style="max-width:100%"></a>')
     else:
         table = pd.read_csv(result.csv)
         more = f"<p>… {len(table)} rows in all</p>" if len(table) > TABLE_ROWS else ""
@@ -138,13 +164,91 @@ def _title(nb, stem: str) -> str:
     return stem.replace("_", " ")
 
 
-def build(out: str | Path = "site", root: str | Path | None = None) -> Book:
+def course_time(readme: str) -> str:
+    """How long a lesson takes, as the README's course paragraph says ("runs in about two minutes on ...")."""
+    match = re.search(r"^\*\*Teaching with fedkit\.\*\*.*?runs in (about [^,;.]+)", readme, flags=re.S | re.M)
+    if match is None:
+        raise FedkitError("README.md's course paragraph ('**Teaching with fedkit.**') says no time for a lesson "
+                          "('runs in about ...') for the book's syllabus")
+    return " ".join(match[1].split())
+
+
+def syllabus(course: dict[str, object], duration: str) -> str:
+    """The course as a Markdown table: each lesson (a link to its page), its goal (the first paragraph after its
+    title, less a leading "**Learning goal.**"), ``duration``, and the earlier lessons its text names ("lesson 2")."""
+    number = {stem: int(stem.split("_")[0]) for stem in course if stem.split("_")[0].isdigit()}  # NN_<lesson>
+    stems = {n: stem for stem, n in number.items()}
+    rows = ["| lesson | learning goal | time | builds on |", "| --- | --- | --- | --- |"]
+    for stem, nb in course.items():
+        text = "\n\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+        paragraphs = [p for p in re.split(r"\n\s*\n", text) if p.strip() and not p.lstrip().startswith("#")]
+        goal = re.sub(r"^\*\*Learning goal\.\*\*\s*", "", paragraphs[0].strip()) if paragraphs else ""
+        earlier = sorted({int(n) for n in re.findall(r"\blesson (\d+)", text, flags=re.I)
+                          if int(n) < number.get(stem, 0) and int(n) in stems})
+        builds_on = ", ".join(f"[lesson {n}]({COURSE}/{stems[n]}.ipynb)" for n in earlier) or "—"
+        cells = [f"[{_title(nb, stem)}]({COURSE}/{stem}.ipynb)", goal, duration, builds_on]
+        rows.append("| " + " | ".join(" ".join(c.split()).replace("|", r"\|") for c in cells) + " |")
+    return "\n".join(rows) + "\n"
+
+
+def reproduction_pages(text: str) -> list[tuple[str, str, str]]:
+    """REPRODUCTION.md as (title, path, Markdown) pages: its summary (all above the first "## " heading, with links
+    to the rest) first, then one page per "## " section, its headings one level up; none has a table of contents,
+    whose width goes to the tables."""
+    head, *sections = re.split(r"^(?=## )", text, flags=re.M)
+    pages = []
+    for section in sections:
+        title = section.splitlines()[0][3:].strip()
+        slug = re.sub(r"[^a-z0-9]+", "-", title.split("(")[0].lower()).strip("-")
+        pages.append((title, f"reproduction/{slug}.md", HIDE_TOC + re.sub(r"^#(#+) ", r"\1 ", section, flags=re.M)))
+    summary = head.rstrip() + "\n" + ("\n## Per paper\n\n" if pages else "")
+    summary += "".join(f"- [{title}]({path})\n" for title, path, _ in pages)
+    return [("Summary", "reproduction.md", HIDE_TOC + summary)] + pages
+
+
+def binder_url(repo: str, branch: str, path: str) -> str:
+    return f"https://mybinder.org/v2/gh/{repo}/{branch}?labpath={quote(path, safe='')}"
+
+
+def links_cell(paper: str, stem: str, repo: str, branch: str):
+    """The Markdown cell a notebook's page opens with: the committed notebook to download, and to run on Binder."""
+    from nbformat.v4 import new_markdown_cell
+
+    path = f"notebooks/{paper}/{stem}.ipynb"
+    return new_markdown_cell(f'<p class="fedkit-links"><a class="fedkit-download" href="../{DOWNLOADS}/{paper}/'
+                             f'{stem}.ipynb" download>Download the notebook</a> · <a class="fedkit-launch" '
+                             f'href="{binder_url(repo, branch, path)}">Launch it on Binder</a></p>')
+
+
+def copy_mathjax(target: Path) -> None:
+    """MathJax 3 from the django-static-mathjax package (in the book's extra) into ``target``: the TeX-to-HTML
+    component, the TeX extensions it loads on demand, its fonts, and MathJax's licence."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("mathjax")
+    mathjax = Path(spec.origin).parent / "static" / "mathjax" if spec and spec.origin else None
+    if mathjax is None or not (mathjax / "es5" / "tex-chtml.js").is_file():
+        raise FedkitError("no MathJax for the book's math (the django-static-mathjax package): pip install -e "
+                          "\".[book]\"")
+    target.mkdir(parents=True)
+    shutil.copy2(mathjax / "LICENSE", target / "LICENSE")
+    shutil.copy2(mathjax / "es5" / "tex-chtml.js", target / "tex-chtml.js")
+    for folder in ("input/tex/extensions", "output/chtml/fonts/woff-v2"):
+        shutil.copytree(mathjax / "es5" / folder, target / folder)
+
+
+def build(out: str | Path = "site", root: str | Path | None = None, repo: str | None = None,
+          branch: str | None = None) -> Book:
     """Write the book to ``out`` (a static site) from the checkout at ``root`` (default: the one around the
-    current folder); the notebooks, the Markdown and mkdocs.yml are assembled in <root>/_build/book first. The site
-    is built beside ``out`` and then takes its place: ``out`` must be new, empty or an earlier build."""
+    current folder), its notebooks launched on Binder from GitHub's ``repo`` at ``branch`` (default:
+    $FEDKIT_BOOK_REPO or REPO, $FEDKIT_BOOK_BRANCH or BRANCH); the notebooks, the Markdown and mkdocs.yml are
+    assembled in <root>/_build/book first. The site is built beside ``out`` and then takes its place: ``out`` must be
+    new, empty or an earlier build."""
     import nbformat
 
     started = time.perf_counter()
+    repo = repo or os.environ.get("FEDKIT_BOOK_REPO") or REPO
+    branch = branch or os.environ.get("FEDKIT_BOOK_BRANCH") or BRANCH
     if root is None:
         from .figures import repo_root
         root = repo_root()
@@ -153,6 +257,7 @@ def build(out: str | Path = "site", root: str | Path | None = None) -> Book:
     root = Path(root).resolve()
     out = Path(out) if Path(out).is_absolute() else Path.cwd() / out
     check_out(out)
+    readme = (root / "README.md").read_text(encoding="utf-8")
     work = root / "_build" / "book"
     docs = work / "docs"
     shutil.rmtree(docs, ignore_errors=True)  # work/.cache (mkdocs-jupyter's, by content) is kept for the next build
@@ -160,15 +265,22 @@ def build(out: str | Path = "site", root: str | Path | None = None) -> Book:
     figures = root / "figures"
     papers = sorted(p.name for p in (root / "notebooks").iterdir()  # not .ipynb_checkpoints/
                     if p.is_dir() and not p.name.startswith(".") and any(p.glob("*.ipynb")))
-    nav: list = [{"Home": "index.md"}, {"Concepts": "concepts.md"}, {"Reproduction": "reproduction.md"}]
+    reproduction = reproduction_pages((root / "REPRODUCTION.md").read_text(encoding="utf-8"))
+    nav: list = [{"Home": "index.md"}]
     book = Book(out, [])
     sections = []
     for paper in [COURSE] if COURSE in papers else []:
         sections.append(("Course", paper))
     sections += [(paper, paper) for paper in papers if paper != COURSE]
+    lessons, contents = "", []
     for label, paper in sections:
         paths = sorted((root / "notebooks" / paper).glob("*.ipynb"))
         notebooks = {p.stem: nbformat.read(p, as_version=4) for p in paths}
+        if paper == COURSE:
+            lessons = syllabus(notebooks, course_time(readme))
+        (docs / DOWNLOADS / paper).mkdir(parents=True)
+        for path in paths:
+            shutil.copy2(path, docs / DOWNLOADS / paper / path.name)
         for nb in notebooks.values():
             for cell in nb.cells:
                 if cell.cell_type == "code":
@@ -187,6 +299,7 @@ def build(out: str | Path = "site", root: str | Path | None = None) -> Book:
         (docs / paper).mkdir()
         entries = []
         for stem, nb in notebooks.items():
+            nb.cells.insert(0, links_cell(paper, stem, repo, branch))
             nbformat.write(nb, docs / paper / f"{stem}.ipynb")
             entries.append({_title(nb, stem): f"{paper}/{stem}.ipynb"})
         if other:
@@ -196,25 +309,38 @@ def build(out: str | Path = "site", root: str | Path | None = None) -> Book:
                 book.other.append(f"{paper}/{result.name}")
             (docs / paper / "other_results.md").write_text("\n".join(lines), encoding="utf-8")
             entries.append({"Other results": f"{paper}/other_results.md"})
-        nav.append({label if label == "Course" else f"Paper: {label}": entries})
+        contents.append((label, paper, entries))
+    nav += [{"Course": entries} for label, _, entries in contents if label == "Course"]
+    nav += [{"Concepts": "concepts.md"}, {"Reproduction": [{title: path} for title, path, _ in reproduction]}]
+    nav += [{f"Paper: {label}": entries} for label, _, entries in contents if label != "Course"]
     # the figures the pages show, copied beside them (PNG only; the CSVs are shown as tables)
     for png in figures.rglob("*.png"):
         target = docs / "figures" / png.relative_to(figures)
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(png, target)
-    (docs / "concepts.md").write_text(concepts((root / "README.md").read_text(encoding="utf-8")), encoding="utf-8")
-    shutil.copy2(root / "REPRODUCTION.md", docs / "reproduction.md")
-    (docs / "index.md").write_text(_index(sections), encoding="utf-8")
+    (docs / "concepts.md").write_text(concepts(readme), encoding="utf-8")
+    (docs / "reproduction").mkdir()
+    for _, path, text in reproduction:
+        (docs / path).write_text(text, encoding="utf-8")
+    (docs / "index.md").write_text(_index(contents, lessons), encoding="utf-8")
+    copy_mathjax(docs / "assets" / "mathjax")
+    (docs / ASSETS).mkdir(parents=True)
+    (docs / ASSETS / "mathjax-config.js").write_text(MATHJAX_CONFIG, encoding="utf-8")
+    (docs / ASSETS / "book.css").write_text(BOOK_CSS, encoding="utf-8")
     out.parent.mkdir(parents=True, exist_ok=True)
     built = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))  # swapped in for out once complete
     umask = os.umask(0)
     os.umask(umask)
     built.chmod(0o777 & ~umask)  # a site's usual permissions, not mkdtemp's private 0700
     config = {"site_name": "fedkit", "docs_dir": str(docs), "site_dir": str(built), "use_directory_urls": False,
-              "theme": {"name": "material", "font": False, "features": ["navigation.sections"]},
-              "markdown_extensions": ["tables", "admonition"],
-              "plugins": ["search", {"mkdocs-jupyter": {"execute": False, "include_source": True,
-                                                        "include_requirejs": False, "ignore_h1_titles": False}}],
+              "theme": {"name": "material", "font": False, "features": ["navigation.sections", "navigation.footer"]},
+              "markdown_extensions": ["tables", "admonition", {"pymdownx.arithmatex": {"generic": True}}],
+              "extra_css": [f"{ASSETS}/book.css"],
+              "extra_javascript": [f"{ASSETS}/mathjax-config.js", "assets/mathjax/tex-chtml.js"],
+              "hooks": [str(Path(__file__).with_name("book_hooks.py"))],
+              "plugins": ["search", {"mkdocs-jupyter": {"execute": False, "include_requirejs": False,
+                                                        "ignore": [f"{DOWNLOADS}/*/*.ipynb"],  # copied as they are
+                                                        "ignore_h1_titles": False}}],
               "nav": nav}
     (work / "mkdocs.yml").write_text(json.dumps(config, indent=1), encoding="utf-8")  # JSON is YAML
     try:
@@ -255,16 +381,23 @@ def _replace(out: Path, built: Path) -> None:
     shutil.rmtree(old)
 
 
-def _index(sections: list[tuple[str, str]]) -> str:
+def _index(contents: list[tuple[str, str, list[dict]]], lessons: str) -> str:
+    """The home page: what the book is, the course's syllabus, each paper's notebooks, and the reference pages."""
     lines = ["# fedkit: the book\n",
-             "The course and every paper notebook of [fedkit](concepts.md), with the figures and tables of their "
-             "committed small-scale runs (and paper-scale ones where committed) shown where each notebook makes "
-             "them. Nothing here was re-run: the notebooks' code is shown as committed, with the committed "
-             "results as its outputs. Run a notebook yourself with `fedkit figures NOTEBOOK --scale ci`.\n",
-             "* [Concepts](concepts.md): the pieces of the kit", "* [Reproduction](reproduction.md): every paper "
-             "claim and its verdict"]
-    lines += [f"* {'Course' if label == 'Course' else 'Paper: ' + label}: the notebooks under "
-              f"`notebooks/{paper}/`" for label, paper in sections]
+             "The course and every paper notebook of fedkit, with the figures and tables of their committed "
+             "small-scale runs (and paper-scale ones where committed) shown where each notebook makes them. Nothing "
+             "here was re-run: the notebooks' code is shown as committed, with the committed results as its outputs. "
+             "Each notebook's page links the notebook, to download or to run on Binder; run one yourself with "
+             "`fedkit figures NOTEBOOK --scale ci`.\n"]
+    if lessons:
+        lines += ["## Course\n", f"`notebooks/{COURSE}/`, one lesson each, in order.\n", lessons]
+    lines.append("## Papers\n")
+    for label, paper, entries in contents:
+        if label != "Course":
+            lines.append(f"- **{label}** (`notebooks/{paper}/`)")
+            lines += [f"    - [{title}]({path})" for entry in entries for title, path in entry.items()]
+    lines += ["\n## Reference\n", "- [Concepts](concepts.md): the pieces of the kit",
+              "- [Reproduction](reproduction.md): every paper claim and its verdict, summary first"]
     return "\n".join(lines) + "\n"
 
 

@@ -1,15 +1,30 @@
-"""fedkit.book without mkdocs: where a committed result is shown, what it shows, the README's concepts, and which
-folder a build may replace (with a stand-in for mkdocs). tests/test_browser.py builds the whole book and opens every
-page."""
+"""fedkit.book without mkdocs: where a committed result is shown, what it shows, the README's concepts, the home
+page's syllabus, REPRODUCTION.md's pages, what the build puts beside the pages and which folder it may replace (with a
+stand-in for mkdocs), and the mkdocs hooks that share the notebooks' CSS. tests/test_browser.py builds the whole book
+and opens every page."""
 import json
 import subprocess
 from pathlib import Path
+from types import SimpleNamespace
 
 import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from fedkit.book import MARKER, Result, _link_pages, build, committed_results, concepts, outputs_for, place
+from fedkit import book_hooks
+from fedkit.book import (
+    MARKER,
+    Result,
+    _link_pages,
+    build,
+    committed_results,
+    concepts,
+    course_time,
+    outputs_for,
+    place,
+    reproduction_pages,
+    syllabus,
+)
 from fedkit.errors import FedkitError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,7 +53,8 @@ def test_place(name, spot):
 
 def test_outputs_show_the_figure_or_else_the_table(tmp_path):
     png = outputs_for(Result("taco", "fig1_toy", "paper", png=tmp_path / "fig1_toy.png"), page_depth=1)[0]
-    assert '<img src="../figures/taco/paper/fig1_toy.png"' in png["data"]["text/html"]
+    assert ('<a href="../figures/taco/paper/fig1_toy.png" title="full size"><img src="../figures/taco/paper/'
+            'fig1_toy.png"') in png["data"]["text/html"]  # the figure opens full size
     assert "(paper scale)" in png["data"]["text/html"]
     csv = tmp_path / "t.csv"
     csv.write_text("method,acc\n" + "".join(f"m{i},{i / 100}\n" for i in range(20)))
@@ -62,6 +78,60 @@ def test_concepts_is_the_readme_section_and_links_go_to_pages():
         "see [the toy](../taco/fig1_toy.html#top) and [x](a.html)"
 
 
+def test_syllabus_reads_each_lessons_goal_and_the_lessons_it_names():
+    course = {
+        "01_partitions": new_notebook(cells=[new_markdown_cell("# Lesson 1 · Partitions\n\n**Learning goal.** Read a "
+                                                               "partition\nof $N$ clients.\n\nMore (see lesson 2).")]),
+        "02_drift": new_notebook(cells=[new_markdown_cell("# Lesson 2 · Drift\n\nSee drift | fix it."),
+                                        new_markdown_cell("As in lesson 1; lesson 3 goes on.")]),
+    }
+    assert syllabus(course, "about two minutes").splitlines() == [
+        "| lesson | learning goal | time | builds on |", "| --- | --- | --- | --- |",
+        "| [Lesson 1 · Partitions](teaching/01_partitions.ipynb) | Read a partition of $N$ clients. | about two "
+        "minutes | — |",
+        r"| [Lesson 2 · Drift](teaching/02_drift.ipynb) | See drift \| fix it. | about two minutes | "
+        "[lesson 1](teaching/01_partitions.ipynb) |"]
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert course_time(readme).startswith("about ")  # the README's course paragraph says how long a lesson takes
+    with pytest.raises(FedkitError, match="says no time for a lesson"):
+        course_time(readme.replace("**Teaching with fedkit.**", "**Teaching.**"))
+
+
+def test_reproduction_is_its_summary_then_a_page_per_section():
+    text = ("# Reproduction status\n\n| paper | verdict |\n| --- | --- |\n\nThe rule.\n\n"
+            "## TACO (Liu et al.)\n\nClaims.\n\n### adult\n\nMore.\n\n## Peer parity: NIID-Bench (Li)\n\nParity.\n")
+    hide = "---\nhide:\n  - toc\n---\n\n"
+    assert reproduction_pages(text) == [
+        ("Summary", "reproduction.md", hide + "# Reproduction status\n\n| paper | verdict |\n| --- | --- |\n\n"
+         "The rule.\n\n## Per paper\n\n- [TACO (Liu et al.)](reproduction/taco.md)\n"
+         "- [Peer parity: NIID-Bench (Li)](reproduction/peer-parity-niid-bench.md)\n"),
+        ("TACO (Liu et al.)", "reproduction/taco.md", hide + "# TACO (Liu et al.)\n\nClaims.\n\n## adult\n\nMore.\n\n"),
+        ("Peer parity: NIID-Bench (Li)", "reproduction/peer-parity-niid-bench.md",
+         hide + "# Peer parity: NIID-Bench (Li)\n\nParity.\n")]
+    summary = reproduction_pages((ROOT / "REPRODUCTION.md").read_text(encoding="utf-8"))[0][2]
+    assert "<!-- ledger:summary" in summary.split("\n## ")[0]  # the generated summary opens the first page
+
+
+def test_hooks_link_one_shared_stylesheet_and_drop_mathjax2(tmp_path):
+    def page(src_uri, url):
+        return SimpleNamespace(file=SimpleNamespace(src_uri=src_uri), url=url)
+    content = ('<script>clipboard()</script>\n<style type="text/css">\n.highlight-ipynb .k { color: red }\n</style>\n'
+               '<style type="text/css">\n.jupyter-wrapper { --jp-x: 1 }\n</style>\n<!-- Load mathjax -->\n'
+               '<script src=""> </script>\n<script type="text/x-mathjax-config">init_mathjax()</script>\n'
+               '<!-- End of mathjax configuration -->\n<div class="jp-Notebook">cells</div>\n'
+               '<style>\n        [\'pre { line-height: 125%; }\\n\']\n        </style>\n')
+    book_hooks.on_pre_build({})
+    lesson = book_hooks.on_page_content(content, page("teaching/01_a.ipynb", "teaching/01_a.html"), {}, None)
+    assert lesson == ('<link rel="stylesheet" href="../assets/fedkit/notebook.css">\n<script>clipboard()</script>\n'
+                      '<div class="jp-Notebook">cells</div>\n')
+    assert book_hooks.on_page_content(content, page("b.ipynb", "b.html"), {}, None).startswith(
+        '<link rel="stylesheet" href="assets/fedkit/notebook.css">')
+    assert book_hooks.on_page_content(content, page("concepts.md", "concepts.html"), {}, None) == content
+    book_hooks.on_post_build({"site_dir": str(tmp_path)})
+    assert (tmp_path / "assets" / "fedkit" / "notebook.css").read_text() == \
+        ".highlight-ipynb .k { color: red }\n.jupyter-wrapper { --jp-x: 1 }\n"  # each block once, in page order
+
+
 @pytest.fixture
 def checkout(tmp_path):
     """A checkout with one course notebook and nothing committed."""
@@ -69,7 +139,8 @@ def checkout(tmp_path):
     (root / "notebooks" / "teaching").mkdir(parents=True)
     nbformat.write(new_notebook(cells=[new_markdown_cell("# One")]), root / "notebooks" / "teaching" / "one.ipynb")
     (root / "figures").mkdir()
-    (root / "README.md").write_text("## Concepts\nThe kit.\n## Next\n")
+    (root / "README.md").write_text("**Teaching with fedkit.** Each runs in about a minute.\n\n"
+                                    "## Concepts\nThe kit.\n## Next\n")
     (root / "REPRODUCTION.md").write_text("# Reproduction\n")
     return root
 
@@ -104,6 +175,29 @@ def test_a_build_replaces_an_earlier_build_and_nothing_else(checkout, tmp_path, 
     (tmp_path / "made").mkdir()
     build(tmp_path / "made", checkout)  # an empty one
     assert (tmp_path / "made" / "index.html").exists()
+
+
+def test_a_build_gives_mkdocs_the_notebooks_links_math_and_navigation(checkout, tmp_path, monkeypatch):
+    mkdocs(monkeypatch)
+    monkeypatch.setenv("FEDKIT_BOOK_REPO", "someone/fork")
+    build(tmp_path / "site", checkout, branch="dev")
+    work = checkout / "_build" / "book"
+    config = json.loads((work / "mkdocs.yml").read_text())
+    docs = Path(config["docs_dir"])
+    original = checkout / "notebooks" / "teaching" / "one.ipynb"
+    assert (docs / "notebooks" / "teaching" / "one.ipynb").read_bytes() == original.read_bytes()  # the download
+    links = nbformat.read(docs / "teaching" / "one.ipynb", as_version=4).cells[0].source
+    assert 'class="fedkit-download" href="../notebooks/teaching/one.ipynb" download' in links
+    assert ('class="fedkit-launch" href="https://mybinder.org/v2/gh/someone/fork/dev?labpath='
+            'notebooks%2Fteaching%2Fone.ipynb"') in links
+    assert "navigation.footer" in config["theme"]["features"]
+    assert {"pymdownx.arithmatex": {"generic": True}} in config["markdown_extensions"]
+    assert all((docs / path).is_file() for path in config["extra_javascript"] + config["extra_css"])
+    assert (docs / "assets/mathjax/output/chtml/fonts/woff-v2/MathJax_Main-Regular.woff").is_file()  # no CDN
+    assert [Path(hook).name for hook in config["hooks"]] == ["book_hooks.py"] and Path(config["hooks"][0]).is_file()
+    assert [list(entry)[0] for entry in config["nav"]] == ["Home", "Course", "Concepts", "Reproduction"]
+    index = (docs / "index.md").read_text()
+    assert "| [One](teaching/one.ipynb) |  | about a minute | — |" in index
 
 
 def test_a_failed_build_leaves_the_earlier_site_as_it_was(checkout, tmp_path, monkeypatch):
