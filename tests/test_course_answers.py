@@ -37,13 +37,17 @@ SETTINGS = {"partitions": lambda: {"labels": np.arange(400) % 10}, "client_drift
             "adaptive_clients": lambda: {"fadamgc": FADAMGC, "seeds": [0]},
             "byzantine": lambda: {"attacked": ATTACKED, "seeds": [0], "root_samples": 100},
             "freeloaders": lambda: {"base": TACO, "seeds": [0]}, "to_flower": lambda: {"history": scaffold_history()},
-            # imported when called: test_course_privacy imports this matrix to run it on its second exercise
-            "privacy": lambda: {"private": importlib.import_module("test_course_privacy").PRIVATE}}
+            # imported when called: these lessons' tests import this matrix to run it on their second exercise
+            "privacy": lambda: {"private": importlib.import_module("test_course_privacy").PRIVATE},
+            "what_is_fl": lambda: {"cfg": importlib.import_module("test_course_what_is_fl").CFG},
+            "feature_shift": lambda: {"base": importlib.import_module("test_course_feature_shift").BASE},
+            "communication": lambda: {"base": importlib.import_module("test_course_communication").BASE}}
 # What each checker computes with an answer; a bad answer must be refused before it is called. None: the answer is a
 # function, called on the tensors of the checker's toy run (bounded by its setting rounds).
 COMPUTE = {"partitions": "dirichlet_skew", "client_drift": "distances", "control_variates": None,
            "server_momentum": "compare", "adaptive_clients": "run_seeds", "byzantine": "run_seeds",
-           "freeloaders": "rates", "to_flower": "measured", "privacy": "noise_std"}
+           "freeloaders": "rates", "to_flower": "measured", "privacy": "noise_std", "what_is_fl": "steps_taken",
+           "feature_shift": "by_domain", "communication": "upload_kb"}
 
 
 def returns(value):

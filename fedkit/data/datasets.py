@@ -37,8 +37,10 @@ from . import adult, leaf, text, tinyimagenet
 from .base import FedData
 from .features import backbone_features
 from .idx import read_idx
+from .shift import feature_shift
 from .synthetic import synthetic
 from .toy import quadratic
+from .unequal import quadratic_unequal
 
 ENV_ROOT, ENV_DOWNLOAD = "FEDKIT_DATA", "FEDKIT_DOWNLOAD"
 
@@ -485,8 +487,10 @@ DATASETS: dict[str, Callable[..., FedData]] = {
     "20newsgroups": load_20newsgroups,
     "digits": load_digits,
     "mnist_5k": load_mnist_5k,
+    "feature_shift": feature_shift,
     "synthetic": synthetic,
     "quadratic": quadratic,
+    "quadratic_unequal": quadratic_unequal,
 }
 
 

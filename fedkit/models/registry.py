@@ -8,6 +8,7 @@ from torch import nn
 from fedkit.errors import ConfigError
 from fedkit.registry import build
 
+from .bn import BNMLP
 from .cnn import TFCNN, FedDualLeNet, LeafCNN, LeNet5, SimpleCNN
 from .lstm import CharLSTM
 from .mlp import FC500, FcNet
@@ -19,7 +20,7 @@ from .vgg import VGG16
 MODELS: dict[str, Callable[..., nn.Module]] = {
     cls.model_name: cls
     for cls in (SimpleCNN, FcNet, LeNet5, ResNet18, VGG16, CharLSTM, FC500, LeafCNN, TFCNN, QuadraticPoint,
-                FedDualLeNet, LoRATransformer)
+                FedDualLeNet, LoRATransformer, BNMLP)
 }
 
 
