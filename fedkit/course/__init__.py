@@ -3,8 +3,9 @@ without the number (``01_partitions.ipynb`` → ``fedkit.course.partitions``).
 
 Conventions every lesson module follows:
 
-* ``check_exercise(answer, <the notebook's settings>)`` is the notebook's one exercise, with the same behaviour in
-  every lesson (it hands its answer, a reference answer and a judge to :func:`check`):
+* ``check_exercise(answer, <the notebook's settings>)`` is the notebook's first exercise, and ``check_exercise_2``
+  its second where it has one, with the same behaviour in every lesson (each hands its answer, a reference answer
+  and a judge to :func:`check`):
 
   - ``answer`` None, as the notebook is committed and as a student first runs it: it prints the task, a hint and how
     to answer, then checks the lesson's reference answer with the notebook's own settings without showing it or
