@@ -5,7 +5,11 @@ same batch plans, so they produce the same numbers; a test holds them together.
 """
 from __future__ import annotations
 
+import ctypes
+import os
+import platform
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import torch
@@ -123,12 +127,32 @@ class VectorizedEngine(Engine):
 
     A client with fewer local steps than the longest leaves the stack once it is done (its rows are not computed
     on); per step, no column that is padding for every client is computed.
+
+    ``static`` (default: on with CUDA graphs, else off): every step has the same shapes instead: the whole stack
+    and the whole batch, a client whose steps are done masked (its state kept by ``torch.where``, its rows all
+    padding). ``cuda_graphs`` (default: on when the data are on a CUDA device and ``compile`` is off): the static
+    step is captured once as a CUDA graph (after one eager step of the round, which warms it up) and replayed for
+    every later step, and for later rounds of the same shapes, η_l and (unless the program says that its
+    ``local_step`` does not read it, ``reads_round_in_step = False``) round t. A step that cannot be captured
+    (a host synchronisation in the program, ...) runs eagerly from then on; ``graph_error`` says why.
     """
 
     vectorized = True
 
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
+    def __init__(self, fm, program, task, x, y, compile: bool = False, cuda_graphs: bool | None = None,
+                 static: bool | None = None):
+        super().__init__(fm, program, task, x, y, compile)
+        if cuda_graphs is None:
+            cuda_graphs = x.is_cuda and not compile
+        if cuda_graphs and not x.is_cuda:
+            raise ConfigError("cuda_graphs=True needs the training data on a CUDA device")
+        self.cuda_graphs = cuda_graphs
+        self.static = cuda_graphs if static is None else static
+        if cuda_graphs and not self.static:
+            raise ConfigError("cuda_graphs=True needs static=True (a captured step has fixed shapes)")
+        self.graph: _CapturedStep | None = None  # the captured step, kept for rounds of the same key
+        self.graph_error: str | None = None  # why a step could not be captured (then the static steps run eagerly)
+        self.replays = 0  # captured steps replayed (a test reads it)
         if not vectorizable(self.fm):
             raise ConfigError(f"engine 'vectorized' cannot run model {type(self.fm.module).__name__!r}: its forward "
                               "has data-dependent control flow, which torch.func.vmap rejects; use engine='sequential'")
@@ -136,6 +160,8 @@ class VectorizedEngine(Engine):
             raise ConfigError("engine 'vectorized' cannot run a model with buffers (BatchNorm running "
                               "statistics); use engine='sequential' or a GroupNorm variant")
         self.data = ClientData(self.fm, self.task, self.x, self.y)
+        if self.x.device.type == "cpu":
+            keep_freed_memory()
         dims = ClientInput(0, 0, 0, 0, None, None, 0)
         self.gradient = self.step.gradient
         self.at_w: bool | None = None  # whether local_step asks for the gradient at w itself (known after a step)
@@ -168,9 +194,21 @@ class VectorizedEngine(Engine):
         clients = clients._replace(rows=samples.to(device))
 
         w, local = self.vinit(clients)
+        if self.static:
+            w, local, loss_sum = self._train_static(w, local, clients, plans, indices, mask)
+        else:
+            w, local, loss_sum = self._train_shrinking(w, local, clients, plans, indices, mask, widths)
+        uploads, kept = self.vfinal(w, local, clients, self.data)
+        self._sync()
+        share = (time.perf_counter() - start) / n
+        return RoundResult(uploads, kept, (loss_sum / clients.steps).detach(), [share] * n)
+
+    def _train_shrinking(self, w, local, clients, plans, indices, mask, widths):
+        """The round's steps, a client leaving the stack when its steps are done."""
+        n, device = len(plans), w.device
         full_w, full_local, loss_sum = w, local, torch.zeros(n, device=device)
         ids, stack, stack_plans = torch.arange(n, device=device), clients, plans
-        for k in range(k_max):
+        for k in range(len(widths)):
             going = [j for j, p in enumerate(stack_plans) if k < p.steps]
             if len(going) < len(stack_plans):  # some clients are done: store their state, step on without them
                 full_w, full_local = _write_back(full_w, full_local, ids, w, local)
@@ -185,10 +223,89 @@ class VectorizedEngine(Engine):
                                         mask[:, k, :widths[k]])
             loss_sum = loss_sum.index_add(0, ids, loss)
         full_w, full_local = _write_back(full_w, full_local, ids, w, local)
-        uploads, kept = self.vfinal(full_w, full_local, clients, self.data)
-        self._sync()
-        share = (time.perf_counter() - start) / n
-        return RoundResult(uploads, kept, (loss_sum / clients.steps).detach(), [share] * n)
+        return full_w, full_local, loss_sum
+
+    def _train_static(self, w, local, clients, plans, indices, mask):
+        """The round's steps on fixed shapes: the whole stack and batch every step, a done client masked; with
+        ``cuda_graphs``, replayed from a captured step."""
+        n, device = len(plans), w.device
+        active = torch.arange(indices.shape[1], device=device) < torch.tensor([p.steps for p in plans],
+                                                                               device=device)[:, None]  # [n, K]
+        l_leaves, l_spec = tree_flatten(local)
+        c_leaves, c_spec = tree_flatten(clients._replace(rows=None))  # local_step has no LocalData: no rows
+        tensors = [i for i, t in enumerate(c_leaves) if isinstance(t, torch.Tensor)]
+        state = [w, *l_leaves, torch.zeros(n, device=device)]
+
+        def step(state, inputs):
+            """The masked step: state (w, local's leaves, loss sum) and inputs (rows, mask, active, the clients'
+            tensors) to the new state."""
+            w, *l_leaves, loss_sum = state
+            rows, mask, active, *c_tensors = inputs
+            leaves = list(c_leaves)
+            for i, t in zip(tensors, c_tensors):
+                leaves[i] = t
+            c = tree_unflatten(leaves, c_spec)
+            w_new, l_new, loss = self._step(w, tree_unflatten(l_leaves, l_spec), c, _gather(self.x, rows),
+                                            _gather(self.y, rows), mask)
+            l_new = tree_flatten(l_new)[0]
+            if len(l_new) != len(l_leaves):
+                raise ValueError("local_step changed the structure of its local state")
+            out = [torch.where(active[:, None], w_new, w)]
+            out += [torch.where(active.view(-1, *[1] * (old.dim() - 1)), new, old) for new, old in zip(l_new, l_leaves)]
+            return [*out, loss_sum + torch.where(active, loss, torch.zeros_like(loss))]
+
+        c_tensors = [c_leaves[i] for i in tensors]
+        key = self._graph_key(state, c_leaves, indices.shape[2], clients)
+        in_graph = False  # whether the state is in the captured step's buffers
+        for k in range(indices.shape[1]):
+            if self.program.epoch_start is not None:
+                w, *l_leaves, loss_sum = self.graph.state if in_graph else state
+                l_new = tree_flatten(self._epoch_start(k, plans, w, tree_unflatten(l_leaves, l_spec), clients))[0]
+                if in_graph:
+                    self.graph.load([w, *l_new, loss_sum])
+                else:
+                    state = [w, *l_new, loss_sum]
+            inputs = [indices[:, k], mask[:, k], active[:, k], *c_tensors]
+            if not self.cuda_graphs or self.graph_error is not None:
+                state = step(state, inputs)
+                continue
+            if not in_graph and self._live(key):  # captured in an earlier round
+                self.graph.load(state, inputs)
+                in_graph = True
+            if not in_graph:
+                if k == 0:  # the round's first step runs eagerly (the capture's warm-up), the next is captured
+                    with _side_stream(device):
+                        state = step(state, inputs)
+                    continue
+                stream = torch.cuda.current_stream(device) if device.type == "cuda" else None
+                try:
+                    self.graph = _CapturedStep(step, state, inputs, key)
+                except Exception as error:  # noqa: BLE001 (whatever the program did under capture)
+                    self.graph, self.graph_error = None, f"{type(error).__name__}: {error}"
+                    if stream is not None:  # a failed capture can leave its own stream current
+                        torch.cuda.set_stream(stream)
+                    self._sync()
+                    state = step(state, inputs)
+                    continue
+                in_graph = True
+            self.graph.replay(inputs[:3])
+            self.replays += 1
+        if in_graph:
+            state = [t.clone() for t in self.graph.state]  # the graph's buffers are reused by the next round
+        w, *l_leaves, loss_sum = state
+        return w, tree_unflatten(l_leaves, l_spec), loss_sum
+
+    def _live(self, key) -> bool:
+        return self.graph is not None and self.graph.key == key
+
+    def _graph_key(self, state, c_leaves, batch, clients):
+        """What a captured step is specific to: the shapes and dtypes of its tensors, the batch, the structure of
+        the clients' inputs and their Python values (η_l; round t unless the program's step does not read it)."""
+        reads_t = getattr(self.program, "reads_round_in_step", True)
+        others = tuple(v for v in tree_flatten((clients.recv, clients.kept))[0] if not isinstance(v, torch.Tensor))
+        shapes = tuple((tuple(t.shape), t.dtype) for t in state + [t for t in c_leaves if isinstance(t, torch.Tensor)])
+        return (shapes, batch, clients.lr, clients.t if reads_t else None, others,
+                str(tree_flatten(clients._replace(rows=None))[1]))
 
     def _step(self, w, local, clients, x, y, mask):
         """One local step of the stack, vmapped over flat leaves (less pytree work per step than the structures).
@@ -228,6 +345,80 @@ class VectorizedEngine(Engine):
         return tree_map(lambda old, part: old.index_copy(0, ids, part), local, new)
 
 
+_MALLOC_SET = False
+
+
+def keep_freed_memory() -> bool:
+    """Make glibc's malloc keep freed memory for the next allocation instead of handing it back to the system.
+
+    A stacked step allocates and frees the same large activations every step (the CNN's first convolution
+    output: 17.7 MB for 20 clients). glibc's default returns the freed top of its heap to the system once more
+    than twice the largest freed block is free, so every step faulted its pages in again: 120,000-400,000 minor
+    page faults a round, 30 % of the CNN's round on a 2-core CPU (benchmarks/results/2026-11-27-cpu-cnn-engines).
+    This raises the trim threshold to 1 GiB and serves blocks up to 32 MiB (glibc's ceiling) from the heap. Once per
+    process, for the CPU vectorized engine; a no-op where the C library is not glibc, or with the environment
+    variable FEDKIT_KEEP_FREED_MEMORY=0. Returns whether it was set."""
+    global _MALLOC_SET
+    if _MALLOC_SET:
+        return True
+    if os.environ.get("FEDKIT_KEEP_FREED_MEMORY") == "0":
+        return False
+    if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
+        return False
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:
+        return False
+    M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
+    trim = libc.mallopt(M_TRIM_THRESHOLD, 1 << 30)
+    mmap = libc.mallopt(M_MMAP_THRESHOLD, 32 << 20)
+    _MALLOC_SET = bool(trim and mmap)
+    return _MALLOC_SET
+
+
+@contextmanager
+def _side_stream(device: torch.device):
+    """Work on a side stream of a CUDA device, joined to the current stream after (the warm-up before a capture,
+    as torch.cuda.graph asks); nothing on other devices."""
+    if device.type != "cuda":
+        yield
+        return
+    side, current = torch.cuda.Stream(device), torch.cuda.current_stream(device)
+    side.wait_stream(current)
+    with torch.cuda.stream(side):
+        yield
+    current.wait_stream(side)
+
+
+class _CapturedStep:
+    """A static step captured as a CUDA graph: ``step(state, inputs) -> new state`` over buffers it owns; each
+    replay reads the inputs' buffers and writes the new state into the state's buffers."""
+
+    def __init__(self, step, state: list[torch.Tensor], inputs: list[torch.Tensor], key):
+        self.key = key
+        self.state = [t.clone() for t in state]
+        self.inputs = [t.clone() for t in inputs]
+        self.graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(self.graph):
+            new = step(self.state, self.inputs)
+            for buffer, t in zip(self.state, new):
+                buffer.copy_(t)
+
+    def load(self, state: list[torch.Tensor], inputs: list[torch.Tensor] | None = None):
+        """Set the state (and the inputs) the next replay starts from."""
+        for buffer, t in zip(self.state, state):
+            if buffer is not t:
+                buffer.copy_(t)
+        for buffer, t in zip(self.inputs, inputs or []):
+            buffer.copy_(t)
+
+    def replay(self, inputs: list[torch.Tensor]):
+        """One step, with the leading inputs (the step's rows, mask and active clients) set first."""
+        for buffer, t in zip(self.inputs, inputs):
+            buffer.copy_(t)
+        self.graph.replay()
+
+
 def _gather(data: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
     """data[rows] for an index matrix rows [n, B] (index_select: a third of advanced indexing's time on a CPU)."""
     return data.index_select(0, rows.reshape(-1)).view(*rows.shape, *data.shape[1:])
@@ -263,9 +454,10 @@ def choose_engine(name: str, fm: FlatModel, device: torch.device) -> str:
     - a model with BatchNorm statistics (the vectorized engine cannot carry them), or one that cannot run under
       vmap (``vectorizable = False``, e.g. lora_transformer): sequential;
     - on a GPU, everything else: vectorized;
-    - on a CPU, layer chains (``FlatModel.chain``: MLPs, the small CNNs, LeNet-5) of at most 200k parameters:
-      vectorized; larger chains (FC-500, the TF CNN) and every other model (the LSTMs): sequential (there the
-      vectorized engine was not reliably faster)."""
+    - on a CPU, layer chains (``FlatModel.chain``: MLPs, the small CNNs, LeNet-5 and FedDUAL's LeNet) of at most
+      200k parameters: vectorized (2.2-2.4× a plain loop on the CNNs at 2 threads, benchmarks/results/
+      2026-11-27-cpu-cnn-engines); larger chains (FC-500, the TF CNN) and every other model (the LSTMs):
+      sequential (there the vectorized engine was not reliably faster)."""
     if name != "auto":
         return name
     if fm.buffers or not vectorizable(fm):

@@ -32,9 +32,12 @@ class FlatModel:
         self.output_layer = module.get_submodule(self.layout.layers[-1])
         self.chain = layer_chain(module, self.layout)
         self.dense = self.chain is not None and all(op not in ("conv", "pool") for op, _ in self.chain)
-        self.hand_differentiable = self.dense and all(  # see chain_gradient
+        self.hand_differentiable = self.chain is not None and all(  # see chain_gradient
             op != "apply" or isinstance(arg, HAND_DIFFERENTIABLE)
-            or (isinstance(arg, torch.nn.LeakyReLU) and arg.negative_slope > 0) for op, arg in self.chain)
+            or (isinstance(arg, torch.nn.LeakyReLU) and arg.negative_slope > 0) for op, arg in self.chain) and {
+            i for op, arg in self.chain if op in ("linear", "conv") for i in arg[:2] if i is not None
+        } == set(range(len(self.names)))  # and every parameter is in a layer of the chain
+        self._run = None if self.chain is None else _pool_before_relu(self.chain)
 
     @property
     def dim(self) -> int:
@@ -75,25 +78,50 @@ class FlatModel:
 
     def _chain(self, params, x, tape: list | None = None):
         """The chain's forward for n models. Convolutions run as one convolution of n groups over the clients'
-        channels side by side, [B, n·C, H, W] in channels-last memory (the fastest layout on a CPU, measured).
-        ``tape`` (a dense chain) collects what ``chain_gradient``'s backward needs: per Linear its 3-d input and
-        weight, per Flatten its input shape, per activation its output."""
+        channels side by side, [B, n·C, H, W] in channels-last memory (the fastest layout on a CPU, measured); a
+        ReLU followed by a max-pooling runs after it, on a quarter of the values (the same numbers, see
+        ``_pool_before_relu``). ``tape`` (``chain_gradient``) collects what the backward needs: per Linear its 3-d
+        input and weight, per convolution its input and grouped weight, per pooling its input (and a max-pooling's
+        indices), per Flatten its input shape, per activation its output, and the layout changes."""
         h, features, n = x, None, len(x)
         grouped = False  # whether h is [B, n·C, H, W] rather than [n, B, ...]
-        for op, arg in self.chain:
+        for op, arg in self._run:
             if op == "conv":
                 weight, bias, _, layer = arg
                 if not grouped:
+                    if tape is not None:
+                        tape.append(("group", None, h.shape, None))
                     h = h.transpose(0, 1).flatten(1, 2).contiguous(memory_format=torch.channels_last)
                     grouped = True
-                h = F.conv2d(h, params[weight].reshape(n * layer.out_channels, *self.shapes[weight][1:]),
-                             None if bias is None else params[bias].reshape(-1), layer.stride, layer.padding,
-                             layer.dilation, groups=n)
+                weight_g = params[weight].reshape(n * layer.out_channels, *self.shapes[weight][1:])
+                if tape is not None:
+                    tape.append((op, arg, h, weight_g))
+                h = F.conv2d(h, weight_g, None if bias is None else params[bias].reshape(-1), layer.stride,
+                             layer.padding, layer.dilation, groups=n)
                 continue
-            if op == "pool" or (op == "apply" and grouped):
-                h = arg(h) if grouped else arg(h.flatten(0, 1)).unflatten(0, (n, -1))
+            if op == "pool":
+                inp = h if grouped else h.flatten(0, 1)
+                if tape is None:
+                    out = arg(inp)
+                else:
+                    out, indices = _pool_forward(arg, inp)
+                    tape.append((op, arg, inp, indices))
+                h = out if grouped else out.unflatten(0, (n, -1))
+                continue
+            if op == "apply" and grouped:
+                h = arg(h)
+                if tape is not None:
+                    tape.append((op, arg, h, None))
+                continue
+            if op == "permute":  # each sample's [C, H, W] to [H, W, C]: [n, B, H, W, C]
+                if tape is not None:
+                    tape.append((op, arg, grouped, None))
+                h = h.unflatten(1, (n, -1)).permute(1, 0, 3, 4, 2) if grouped else h.permute(0, 1, 3, 4, 2)
+                grouped = False
                 continue
             if grouped:  # back to [n, B, C, H, W]
+                if tape is not None:
+                    tape.append(("ungroup", None, h.shape, None))
                 h = h.unflatten(1, (n, -1)).transpose(0, 1)
                 grouped = False
             if op == "linear":
@@ -117,15 +145,90 @@ class FlatModel:
                 if tape is not None:
                     tape.append((op, arg, h, None))
         if grouped:
+            if tape is not None:
+                tape.append(("ungroup", None, h.shape, None))
             h = h.unflatten(1, (n, -1)).transpose(0, 1)
         return h, features
 
 
+def _pool_before_relu(chain: list) -> list:
+    """The chain with every ReLU that a MaxPool2d follows moved after it: max-pooling commutes with ReLU (both
+    orders give the same values, and the same gradient: the window's first maximum, or zero where it is not
+    positive), and the ReLU and its backward then touch a quarter of the values."""
+    run = list(chain)
+    for i in range(len(run) - 1):
+        (op, arg), (next_op, next_arg) = run[i], run[i + 1]
+        if (op == "apply" and type(arg) is torch.nn.ReLU and next_op == "pool"
+                and type(next_arg) is torch.nn.MaxPool2d):
+            run[i], run[i + 1] = run[i + 1], run[i]
+    return run
+
+
+def _pool_forward(layer: torch.nn.Module, h: torch.Tensor):
+    """(output, indices for the backward: a max-pooling's, else None) of a 2-d pooling layer."""
+    if isinstance(layer, torch.nn.MaxPool2d):
+        return F.max_pool2d(h, layer.kernel_size, layer.stride, layer.padding, layer.dilation, layer.ceil_mode,
+                            return_indices=True)
+    if isinstance(layer, torch.nn.AdaptiveMaxPool2d):
+        return F.adaptive_max_pool2d(h, layer.output_size, return_indices=True)
+    return layer(h), None
+
+
+def _pool_backward(layer: torch.nn.Module, grad: torch.Tensor, h: torch.Tensor, indices) -> torch.Tensor:
+    """grad through a 2-d pooling layer of input h (the kernels autograd calls)."""
+    aten = torch.ops.aten
+    if isinstance(layer, torch.nn.AdaptiveAvgPool2d):
+        return aten._adaptive_avg_pool2d_backward(grad, h)
+    if isinstance(layer, torch.nn.AdaptiveMaxPool2d):
+        return aten.adaptive_max_pool2d_backward(grad, h, indices)
+    kernel = _pair(layer.kernel_size)
+    stride = _pair(layer.stride) if layer.stride else kernel
+    if isinstance(layer, torch.nn.MaxPool2d):
+        return aten.max_pool2d_with_indices_backward(grad, h, kernel, stride, _pair(layer.padding),
+                                                     _pair(layer.dilation), layer.ceil_mode, indices)
+    return aten.avg_pool2d_backward(grad, h, kernel, stride, _pair(layer.padding), layer.ceil_mode,
+                                    layer.count_include_pad, layer.divisor_override)
+
+
+def _spread_through(layer: torch.nn.Module, below: tuple, h: torch.Tensor) -> bool:
+    """Whether an average pooling's backward can be folded into the backward of the activation below it: windows
+    that tile the input exactly (stride = kernel, no padding, sizes divisible), an activation with a backward
+    from its output whose output is the pooling's channels-last input."""
+    if type(layer) is not torch.nn.AvgPool2d or below[0] != "apply" or below[2] is not h:
+        return False
+    if not isinstance(below[1], (torch.nn.ReLU, torch.nn.Tanh, torch.nn.Sigmoid, torch.nn.LeakyReLU)):
+        return False
+    kernel = _pair(layer.kernel_size)
+    return ((_pair(layer.stride) if layer.stride else kernel) == kernel and _pair(layer.padding) == [0, 0]
+            and h.shape[2] % kernel[0] == 0 and h.shape[3] % kernel[1] == 0 and h.dim() == 4
+            and h.is_contiguous(memory_format=torch.channels_last))
+
+
+def _average_and_activation_backward(layer: torch.nn.AvgPool2d, activation: torch.nn.Module, grad: torch.Tensor,
+                                     out: torch.Tensor) -> torch.Tensor:
+    """grad through an activation (output ``out``, [B, C, H, W] channels-last) and the tiling average pooling
+    above it, in one pass: each window's gradient / its size, broadcast over the window, times the activation's
+    derivative. The same numbers as the pooling's backward kernel then the activation's (which divides, and adds
+    each value to a zero), without writing the pooling's full-size gradient."""
+    kh, kw = _pair(layer.kernel_size)
+    B, C, H, W = out.shape
+    divisor = layer.divisor_override or kh * kw
+    spread = (grad / divisor).permute(0, 2, 3, 1)[:, :, None, :, None, :]  # [B, H/kh, 1, W/kw, 1, C]
+    d = _activation_backward(activation, spread, out.permute(0, 2, 3, 1).view(B, H // kh, kh, W // kw, kw, C))
+    return d.view(B, H, W, C).permute(0, 3, 1, 2)
+
+
+def _pair(v) -> list[int]:
+    return list(v) if isinstance(v, (tuple, list)) else [v, v]
+
+
 def chain_gradient(fm: FlatModel, w: torch.Tensor, x: torch.Tensor, y: torch.Tensor, mask: torch.Tensor
                    ) -> tuple[torch.Tensor, torch.Tensor]:
-    """(∇ data loss [n, d], data loss [n]) of n dense-chain classifiers (rows of w) on their batches, the loss
-    being each client's masked mean cross-entropy, back-propagated by hand (``fm.hand_differentiable``): the
-    same numbers as autograd with a third of its per-step overhead on small models."""
+    """(∇ data loss [n, d], data loss [n]) of n layer-chain classifiers (rows of w) on their batches, the loss
+    being each client's masked mean cross-entropy, back-propagated by hand (``fm.hand_differentiable``) with the
+    kernels autograd calls (batched matrix products; for convolutions and poolings their own backward kernels,
+    on the grouped stack): the same numbers as autograd without its graph, and nothing computed that no
+    gradient needs (the input's gradient of the first layer)."""
     params = w.split(fm.numels, dim=1)
     n, b = mask.shape
     tape = []
@@ -135,10 +238,16 @@ def chain_gradient(fm: FlatModel, w: torch.Tensor, x: torch.Tensor, y: torch.Ten
     picked = log_p.gather(2, y.view(n, b, 1))
     data = -(picked * scale).sum((1, 2))
     delta = log_p.exp_().scatter_add_(2, y.view(n, b, 1), torch.full_like(picked, -1.0)).mul_(scale)  # ∂/∂logits
+    delta = delta.view(h.shape)
     grads = [None] * len(params)
-    first = next(i for i, (op, *_) in enumerate(tape) if op == "linear")  # no gradient is needed below it
+    first = next(i for i, (op, *_) in enumerate(tape) if op in ("linear", "conv"))  # no gradient is needed below
+    grouped = False  # whether delta is [B, n·C, H, W] (walking back from the output: the layout changes flip it)
+    done = False  # whether tape[i] was back-propagated with the step above it (an average pooling's activation)
     for i in range(len(tape) - 1, first - 1, -1):
-        op, arg, saved, weight_m = tape[i]
+        op, arg, saved, extra = tape[i]
+        if done:
+            done = False
+            continue
         if op == "linear":
             weight, bias, _, _ = arg
             delta3 = delta.reshape(n, -1, delta.shape[-1])
@@ -147,7 +256,44 @@ def chain_gradient(fm: FlatModel, w: torch.Tensor, x: torch.Tensor, y: torch.Ten
                 grads[bias] = delta3.sum(1)
             if i == first:
                 break
-            delta = torch.bmm(delta3, weight_m).view(*delta.shape[:-1], saved.shape[-1])
+            delta = torch.bmm(delta3, extra).view(*delta.shape[:-1], saved.shape[-1])
+        elif op == "conv":
+            weight, bias, _, layer = arg
+            d_input, grads[weight], d_bias = torch.ops.aten.convolution_backward(
+                delta, saved, extra, None if bias is None else [extra.shape[0]], list(layer.stride),
+                list(layer.padding), list(layer.dilation), False, [0, 0], n, [i > first, True, bias is not None])
+            grads[weight] = grads[weight].reshape(n, -1)
+            if bias is not None:
+                grads[bias] = d_bias.view(n, -1)
+            if i == first:
+                break
+            delta = d_input
+        elif op == "pool":
+            below = tape[i - 1] if i - 1 > first else None
+            if grouped and below is not None and _spread_through(arg, below, saved):
+                delta, done = _average_and_activation_backward(arg, below[1], delta, saved), True
+            elif grouped:
+                delta = _pool_backward(arg, delta, saved, extra)
+            else:
+                delta = _pool_backward(arg, delta.flatten(0, 1), saved, extra).unflatten(0, (n, -1))
+        elif op == "ungroup":  # [n, B, C, H, W] back to [B, n·C, H, W], channels-last
+            B, C, H, W = saved
+            out = delta.new_empty(B, H, W, n, C // n)
+            out.copy_(delta.permute(1, 3, 4, 0, 2))
+            delta = out.view(B, H, W, C).permute(0, 3, 1, 2)
+            grouped = True
+        elif op == "group":
+            delta = delta.unflatten(1, (n, -1)).transpose(0, 1)
+            grouped = False
+        elif op == "permute":  # [n, B, H, W, C] back to [B, n·C, H, W] (channels-last), or to [n, B, C, H, W]
+            if saved:
+                _, B, H, W, C = delta.shape
+                out = delta.new_empty(B, H, W, n, C)
+                out.copy_(delta.permute(1, 2, 3, 0, 4))
+                delta = out.view(B, H, W, n * C).permute(0, 3, 1, 2)
+                grouped = True
+            else:
+                delta = delta.permute(0, 1, 4, 2, 3)
         elif op == "flatten":
             delta = delta.reshape(saved)
         else:
@@ -156,15 +302,16 @@ def chain_gradient(fm: FlatModel, w: torch.Tensor, x: torch.Tensor, y: torch.Ten
 
 
 def _activation_backward(layer: torch.nn.Module, grad: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
-    """grad through an elementwise activation, from its output."""
+    """grad through an elementwise activation, from its output (the kernels autograd calls)."""
+    aten = torch.ops.aten
     if isinstance(layer, torch.nn.ReLU):
-        return torch.ops.aten.threshold_backward(grad, out, 0)
+        return aten.threshold_backward(grad, out, 0)
     if isinstance(layer, torch.nn.Tanh):
-        return grad * (1 - out * out)
+        return aten.tanh_backward(grad, out)
     if isinstance(layer, torch.nn.Sigmoid):
-        return grad * out * (1 - out)
+        return aten.sigmoid_backward(grad, out)
     if isinstance(layer, torch.nn.LeakyReLU):
-        return torch.where(out > 0, grad, grad * layer.negative_slope)
+        return aten.leaky_relu_backward(grad, out, layer.negative_slope, True)
     return grad  # Identity
 
 
@@ -177,9 +324,10 @@ POOLING = (torch.nn.MaxPool2d, torch.nn.AvgPool2d, torch.nn.AdaptiveAvgPool2d, t
 
 
 def layer_chain(module: torch.nn.Module, layout: Layout) -> list | None:
-    """The model as a chain of Linear and Conv2d layers, 2-d pooling, Flatten and elementwise activations (read
-    from its torch.fx graph), which ``FlatModel.stacked`` runs for a stack of models as batched matrix products
-    and grouped convolutions; None for any other model."""
+    """The model as a chain of Linear and Conv2d layers, 2-d pooling, Flatten, elementwise activations (modules, or
+    torch.tanh / relu / sigmoid) and the move of the channels last (``permute(0, 2, 3, 1)``, before a per-position
+    Linear), read from its torch.fx graph, which ``FlatModel.stacked`` runs for a stack of models as batched matrix
+    products and grouped convolutions; None for any other model."""
     try:
         graph = torch.fx.symbolic_trace(module).graph
     except Exception:  # not traceable (data-dependent control flow, ...): not a chain
@@ -192,7 +340,16 @@ def layer_chain(module: torch.nn.Module, layout: Layout) -> list | None:
             continue
         if node.op == "output":
             return chain if chain and node.args[0] is previous else None
-        if node.op != "call_module" or node.args != (previous,) or node.kwargs:
+        if not node.args or node.args[0] is not previous or node.kwargs:
+            return None
+        if node.op in ("call_function", "call_method"):  # x.permute(0, 2, 3, 1), torch.tanh(x), ...
+            step = _functional_step(node)
+            if step is None:
+                return None
+            chain.append(step)
+            previous = node
+            continue
+        if node.op != "call_module" or len(node.args) != 1:
             return None
         layer = module.get_submodule(node.target)
         if isinstance(layer, (torch.nn.Linear, torch.nn.Conv2d)):
@@ -213,6 +370,23 @@ def layer_chain(module: torch.nn.Module, layout: Layout) -> list | None:
             return None
         previous = node
     return None
+
+
+CHANNELS_LAST = (0, 2, 3, 1)  # x.permute(0, 2, 3, 1): a per-position layer follows (FedDUAL's LeNet)
+FUNCTIONAL_ACTIVATIONS = {torch.tanh: torch.nn.Tanh, torch.relu: torch.nn.ReLU, torch.sigmoid: torch.nn.Sigmoid,
+                          F.relu: torch.nn.ReLU, F.tanh: torch.nn.Tanh, F.sigmoid: torch.nn.Sigmoid,
+                          "tanh": torch.nn.Tanh, "relu": torch.nn.ReLU, "sigmoid": torch.nn.Sigmoid}
+
+
+def _functional_step(node) -> tuple | None:
+    """A chain step for a function or method node of the traced graph: an elementwise activation, or the move of
+    the channels last (``permute(0, 2, 3, 1)``); None for anything else."""
+    if node.op == "call_method" and node.target == "permute":
+        dims = node.args[1:]
+        dims = tuple(dims[0]) if len(dims) == 1 and isinstance(dims[0], (tuple, list)) else tuple(dims)
+        return ("permute", CHANNELS_LAST) if dims == CHANNELS_LAST else None
+    activation = FUNCTIONAL_ACTIVATIONS.get(node.target) if len(node.args) == 1 else None
+    return None if activation is None else ("apply", activation())
 
 
 def sample_loss(task: str) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:

@@ -59,6 +59,8 @@ GradAt = Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
 
 class ClientProgram(Protocol):
     needs_features: bool  # whether ``objective`` reads batch.features
+    # Optional ``reads_round_in_step: bool`` (default True): False says that ``local_step`` never reads ``c.t``,
+    # so a step captured as a CUDA graph in one round is replayed in the next (the vectorized engine on CUDA).
     epoch_start: Callable[[torch.Tensor, Tensors, ClientInput, LocalData], Tensors] | None
     """(w, local, c, data) -> local: run before each epoch's first step (None: no such hook)."""
 
