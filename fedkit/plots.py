@@ -38,10 +38,13 @@ def learning_curves(histories: dict[str, History], title: str = "", path: str | 
 
 
 def bars(table: pd.DataFrame, column: str, ylabel: str, title: str, labels: str | None = None,
-         line: str | None = None):
+         line: str | None = None, reference: str | None = None, reference_label: str = "paper",
+         shared_axis: bool = False):
     """One panel per data set of ``table`` (columns 'data used' and 'method', as in ``report.target_table``), one
     bar per method: ``column`` (NaN drawn as 0), each bar topped by its text in ``labels`` (red where ``column`` is
-    missing), a dotted line at ``line`` (e.g. the target; its mean over the panel's rows).
+    missing), a dotted line at ``line`` (e.g. the target; its mean over the panel's rows), and ``reference`` (e.g.
+    the paper's value) as a black diamond beside each bar: on the bars' axis where ``shared_axis``, else on a
+    right-hand axis of its own (below paper scale the scales differ: only orderings compare).
 
     Several rows per (data set, method), e.g. one per seed: the bar is their mean (NaN rows left out), each row a
     black dot, a whisker ± their standard deviation (ddof 1), the text their ``labels`` joined by '/' where they
@@ -73,12 +76,36 @@ def bars(table: pd.DataFrame, column: str, ylabel: str, title: str, labels: str 
                         color="r" if v.isna().any() else "k")
         if line is not None:
             ax.axhline(part[line].mean(), color="k", lw=0.8, ls=":")
+        if reference is not None:
+            marks = [r[reference].astype(float).mean() for r in rows]
+            other = ax if shared_axis else ax.twinx()
+            other.plot(x + 0.3, marks, "D", color="k", ms=4, zorder=4, label=f"{reference_label} (◆)")
+            if not shared_axis:
+                other.set_ylim(0, 1.15 * np.nanmax(marks))
+                other.set_ylabel(f"{reference_label} (◆)", fontsize=8)
         ax.set_xticks(x, methods, rotation=60, fontsize=8)
         ax.set_title(name, fontsize=9)
     axes[0, 0].set_ylabel(ylabel)
     fig.suptitle(title)
     fig.tight_layout()
     return fig
+
+
+def mean_and_range(ax, runs: dict[str, list[History]], colors: dict[str, str], y: str = "test_accuracy",
+                   factor: float = 100.0):
+    """On ``ax``, one line per name of ``runs`` (its histories, e.g. one per seed): the mean of ``y`` × ``factor`` by
+    round over the runs that reached the round, in a band from their minimum to their maximum, labelled with the run
+    count; an '×' at a diverged run's last round."""
+    for name, histories in runs.items():
+        curves = factor * pd.concat([h.rounds.set_index("round")[y] for h in histories], axis=1)
+        color = colors[name]
+        ax.plot(curves.index, curves.mean(axis=1), color=color, lw=1.4, label=f"{name} ({len(histories)})")
+        if len(histories) > 1:
+            ax.fill_between(curves.index, curves.min(axis=1), curves.max(axis=1), color=color, alpha=0.18, lw=0)
+        for h in (h for h in histories if h.diverged):
+            ax.plot(h.rounds["round"].iloc[-1], 0, "x", color=color, ms=8, mew=2)
+    ax.xaxis.set_major_locator(plt.MaxNLocator(integer=True))
+    return ax
 
 
 def grouped_bars(frame: pd.DataFrame, columns: list[str], ticks: list[str], ylabel: str, title: str):

@@ -2,6 +2,7 @@
 × diverged), the paper's cell beside fedkit's, and whether a paper's comparison holds."""
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 import numpy as np
@@ -48,6 +49,12 @@ def cell(r) -> str:
     return "× (diverged)" if r.diverged else f"{100 * r.final_accuracy:.2f} {reached(r)}"
 
 
+def paper_percent(cell: str) -> float:
+    """The final accuracy % of a paper-style cell ('71.36 (85)' -> 71.36); NaN where it gives none."""
+    match = re.match(r"\s*(\d+(?:\.\d+)?)", str(cell))
+    return float(match[1]) if match else np.nan
+
+
 def target_table(histories: dict[tuple[str, str], History], baseline: str,
                  target: Callable[[str, History], float], paper: pd.DataFrame, *, slow: float,
                  label: Callable[[str], str] = str) -> pd.DataFrame:
@@ -67,7 +74,8 @@ def target_table(histories: dict[tuple[str, str], History], baseline: str,
                      "rounds_to_target": None if h.diverged else h.rounds_to(goal),
                      "time_to_target": None if h.diverged else h.time_to(goal),
                      "round_seconds_median": seconds.median(), "round_seconds_mean": seconds.mean(),
-                     "round_seconds_std": seconds.std(), "paper": paper.loc[method, name]})
+                     "round_seconds_std": seconds.std(), "paper": paper.loc[method, name],
+                     "paper_accuracy": paper_percent(paper.loc[method, name])})
     out = pd.DataFrame(rows)
     out["fedkit"] = out.apply(cell, axis=1)
     base_time = out[out["method"] == baseline].set_index("dataset")["time_to_target"]

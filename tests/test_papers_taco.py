@@ -76,9 +76,27 @@ def test_table5_rows_by_hand():
     assert table.loc["FedProx", "time_mark"] == "×" and table.loc["Scaffold", "time_mark"] == "×"
     assert table.loc["STEM", "round_seconds_median"] == 2.0
     assert list(table.loc[["FedAvg", "FedProx", "Scaffold"], "fedkit"]) == ["80.00 (2)", "40.00 (×)", "× (diverged)"]
-    assert table.loc["TACO", "paper"] == "73.28 (59)"
+    assert table.loc["TACO", "paper"] == "73.28 (59)" and table.loc["TACO", "paper_accuracy"] == 73.28
     relative = report.relative(table.reset_index(), "FedAvg")
     assert relative.loc["STEM", "fmnist"] == 2.0 and relative.loc["FedACG", "fmnist"] == 4.0
+
+
+def test_drawn_once_keeps_one_data_set_per_substitute_below_paper_scale():
+    import pandas as pd
+
+    table = pd.DataFrame({"dataset": ["fmnist", "svhn", "svhn", "cifar10", "cifar10"], "method": list("AABAB")})
+    table["data used"] = [taco.label(d, "small") for d in table["dataset"]]
+    drawn = taco.drawn_once(table, "small")
+    assert list(drawn["dataset"]) == ["fmnist", "cifar10", "cifar10"]
+    assert list(drawn["data used"].unique()) == ["fmnist", "cifar10 (substitute: cifar10_subset); svhn's runs too"]
+    assert taco.drawn_once(table, "paper").equals(table)  # at paper scale each data set is its own
+
+
+def test_table5_cells_give_the_papers_accuracy_as_a_number():
+    from fedkit import report
+
+    assert [report.paper_percent(c) for c in ("71.36 (85)", "36.69 (×)", "67.14 (100+)")] == [71.36, 36.69, 67.14]
+    assert report.paper_percent("× (diverged)") != report.paper_percent("× (diverged)")  # NaN
 
 
 def _timed(seconds_by_round, steps=10):

@@ -22,6 +22,16 @@ def test_bars_one_panel_per_data_set_one_bar_per_method():
     assert first.get_ylabel() == "y"
 
 
+def test_bars_draw_the_reference_as_diamonds_on_their_own_axis_or_the_bars_axis():
+    table = pd.DataFrame({"data used": ["d", "d"], "method": ["A", "B"], "value": [3.0, 1.0], "paper": [70.0, NAN]})
+    fig = plots.bars(table, "value", "y", "title", reference="paper", reference_label="paper %")
+    bars_axis, own = fig.axes
+    assert list(own.lines[0].get_ydata()[:1]) == [70.0] and own.get_ylim()[1] == 1.15 * 70.0
+    assert own.get_ylabel() == "paper % (◆)" and not bars_axis.lines
+    shared = plots.bars(table, "value", "y", "title", reference="paper", shared_axis=True)
+    assert len(shared.axes) == 1 and list(shared.axes[0].lines[0].get_xdata()) == [0.3, 1.3]
+
+
 def test_grouped_bars_one_group_per_row_one_bar_per_column():
     frame = pd.DataFrame({"on": [40.0, 30.0], "off": [45.0, NAN]})
     fig = plots.grouped_bars(frame, ["on", "off"], ["x\n1", "y\n2"], "accuracy %", "title")
@@ -170,3 +180,22 @@ def test_bars_over_seeds_draw_the_mean_each_seed_and_the_spread():
     assert ax.texts[0].get_position()[1] == 3.0  # above the mean + std (2 + 1) and the highest seed
     target = [line for line in ax.lines if line.get_linestyle() == ":"]
     assert list(target[0].get_ydata()) == [1.4, 1.4]  # the mean target over the panel's rows
+
+
+def test_mean_and_range_draws_the_mean_over_runs_in_their_min_max_band():
+    import matplotlib.pyplot as plt
+
+    from fedkit.history import History
+
+    def history(acc, diverged=False):
+        return History({}, pd.DataFrame({"round": range(len(acc)), "test_accuracy": acc}), pd.DataFrame(),
+                       diverged=diverged)
+
+    _, ax = plt.subplots()
+    plots.mean_and_range(ax, {"A": [history([0.1, 0.3]), history([0.3, 0.5])], "B": [history([0.2], True)]},
+                         {"A": "C0", "B": "C1"})
+    mean, cross = ax.lines[0], ax.lines[-1]
+    assert list(mean.get_ydata()) == [20.0, 40.0] and mean.get_label() == "A (2)"
+    band = ax.collections[0].get_paths()[0].vertices[:, 1]
+    assert band.min() == 10.0 and band.max() == 50.0  # the band spans the runs' minimum to maximum
+    assert list(cross.get_xdata()) == [0] and cross.get_marker() == "x"  # the diverged run's last round

@@ -118,6 +118,20 @@ def label(dataset: str, scale: str) -> str:
     return dataset
 
 
+def drawn_once(table: pd.DataFrame, scale: str) -> pd.DataFrame:
+    """``table`` (a 'dataset' column) with each run drawn once: below paper scale svhn and cifar10 both run the
+    cifar10_subset substitute, so only the last data set of those sharing one keeps its rows, its 'data used'
+    naming the others whose runs they are."""
+    if scale != "small":
+        return table
+    names = list(dict.fromkeys(table["dataset"]))
+    sharing = {d: [o for o in names if SUBSTITUTE.get(o, o) == SUBSTITUTE.get(d, d)] for d in names}
+    kept = table[[sharing[d][-1] == d for d in table["dataset"]]]
+    also = {d: ", ".join(others[:-1]) for d, others in sharing.items() if len(others) > 1 and others[-1] == d}
+    return kept.assign(**{"data used": [f"{used}; {also[d]}'s runs too" if d in also else used
+                                        for d, used in zip(kept["dataset"], kept["data used"])]})
+
+
 def config(dataset: str, scale: str, method: str = "TACO", seed: int = 0, device: str = "cpu",
            **changes) -> Config:
     """The config of ``method`` on ``dataset`` at ``scale``; ``changes`` override any field."""
