@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import importlib
+import itertools
 import json
 import math
 import re
@@ -576,6 +577,7 @@ SUMMARY = "summary"
 NAMES = {"taco": "TACO", "feddual": "FedDUAL", "fadamgc": "FAdamGC", "drag": "DRAG", "peers": "Peers (NIID-Bench)"}
 CODED = 60  # a reason's part longer than this, used more than once in a paper's table, or longer than 2 × this,
 # is shown as a code defined once under the table
+CELL = 160  # the longest a table cell (a line of it, where sibling claims share a row) is written
 
 
 def _parts(why: str) -> list[str]:
@@ -583,13 +585,24 @@ def _parts(why: str) -> list[str]:
 
 
 def reason_codes(rows: pd.DataFrame, paper: str) -> dict[str, str]:
-    """The codes of a paper's table: each long reason part used more than once, or very long, gets one
-    (``<P>1``, ``<P>2``, ... by first use)."""
+    """The codes of a paper's table (``<P>1``, ``<P>2``, ...): each long reason part used more than once, or very
+    long, by first use; then, in a verdict cell still longer than ``CELL`` characters, its longest parts until the
+    cell fits."""
     used = pd.Series([part for why in rows["why"] for part in _parts(why)], dtype=object)
     tally = used.value_counts()
     coded = [part for part in dict.fromkeys(used)
              if len(part) > 2 * CODED or (len(part) > CODED and tally[part] > 1)]
-    return {part: f"{paper[0].upper()}{i}" for i, part in enumerate(coded, 1)}
+
+    def numbered():
+        return {part: f"{paper[0].upper()}{i}" for i, part in enumerate(coded, 1)}
+
+    for verdict, why in zip(rows["verdict"], rows["why"]):
+        for part in sorted(_parts(why), key=len, reverse=True):
+            if len(_why(verdict, why, numbered())) <= CELL - len("(a) "):  # a sibling's line is labelled
+                break
+            if part not in coded:
+                coded.append(part)
+    return numbered()
 
 
 def _why(verdict: str, why: str, codes: dict[str, str]) -> str:
@@ -607,11 +620,15 @@ def markdown_table(ledger: pd.DataFrame, paper: str) -> str:
     lines = ["| item | claim | paper | fedkit small | verdict small | fedkit paper | verdict paper |",
              "| --- | --- | --- | --- | --- | --- | --- |"]
     idle = (small["verdict"] == "not run") & (large.loc[small.index, "verdict"] == "not run")
-    for cid, r in small[~idle].iterrows():
-        p = large.loc[cid]
+    shown = small[~idle]
+    shared = [(r["item"], _value_cell(r), _value_cell(large.loc[cid])) for cid, r in shown.iterrows()]
+    for (item, value_small, value_paper), group in itertools.groupby(zip(shared, shown.index), key=lambda x: x[0]):
+        ids = [cid for _, cid in group]  # sibling claims: one item, the same measured values
         lines.append("| " + " | ".join(_cell(x) for x in (
-            r["item"], r["claim"], r["paper_value"], _value_cell(r), _why(r["verdict"], r["why"], codes),
-            _value_cell(p), _why(p["verdict"], p["why"], codes))) + " |")
+            item, _siblings(small.loc[ids, "claim"]), _siblings(small.loc[ids, "paper_value"]), value_small,
+            _siblings(_why(v, w, codes) for v, w in zip(small.loc[ids, "verdict"], small.loc[ids, "why"])),
+            value_paper,
+            _siblings(_why(v, w, codes) for v, w in zip(large.loc[ids, "verdict"], large.loc[ids, "why"])))) + " |")
     waiting = small[idle].assign(paper_why=large.loc[small[idle].index, "why"])
     for (why_small, why_paper), group in waiting.groupby(["why", "paper_why"], sort=False):
         items = "; ".join(dict.fromkeys(",".join(item.split(",")[:2]) for item in group["item"]))
@@ -625,9 +642,21 @@ def markdown_table(ledger: pd.DataFrame, paper: str) -> str:
     return "\n".join(lines) + "\n\nVerdicts: " + "; ".join(tallies) + "." + (f"\n\nCodes:{legend}" if legend else "")
 
 
+def _siblings(texts) -> str:
+    """Sibling claims' cells in one: '(a) …<br>(b) …'; a single claim's cell as it is."""
+    texts = list(texts)
+    return texts[0] if len(texts) == 1 else "<br>".join(f"({chr(97 + i)}) {t}" for i, t in enumerate(texts))
+
+
 def _value_cell(r) -> str:
-    seeds = r["seeds"]
-    return r["fedkit_value"] + (f" ({seeds} seed{'' if seeds == 1 else 's'})" if seeds else "")
+    """fedkit's values and seed count; the means alone where the spreads would make the cell longer than ``CELL``
+    (ledger.csv keeps them)."""
+    seeds = f"{r['seeds']} seed{'' if r['seeds'] == 1 else 's'}" if r["seeds"] else ""
+    text = str(r["fedkit_value"]) + (f" ({seeds})" if seeds else "")
+    if len(text) > CELL:
+        means = ", ".join(filter(None, (seeds, "means")))
+        text = re.sub(r" ± [^ ]+", "", str(r["fedkit_value"])) + f" ({means})"
+    return text
 
 
 def _cell(text) -> str:

@@ -292,3 +292,23 @@ def test_ledger_stale_reads_both_scales(tmp_path):
         (folder / "x.csv").write_text("method,seed,v\nA,0,1\n")
     found = ledger.stale([claim(Order(("A", "B")))], tmp_path, REPO)
     assert [why.split(" ")[0] for _, why in found] == ["test/x.csv", "test/paper/x.csv"]  # neither has provenance
+
+
+def test_ledger_tables_keep_cells_short_and_give_sibling_claims_one_row():
+    frame = pd.read_csv(REPO / "figures" / "ledger.csv")
+    for paper in frame["paper"].unique():
+        table = ledger.markdown_table(frame, paper)
+        rows = [line for line in table.splitlines() if line.startswith("| ") and "---" not in line][1:]
+        cells = [cell.strip() for row in rows for cell in row.strip("| ").split(" | ")]
+        assert max(len(line) for cell in cells for line in cell.split("<br>")) <= ledger.CELL, paper
+    taco = frame[(frame["paper"] == "taco") & (frame["scale"] == "small")]
+    siblings = taco.groupby(["item", "fedkit_value"])["id"].nunique()
+    merged = ledger.markdown_table(frame, "taco")
+    assert siblings.max() > 1 and merged.count("<br>(b) ") >= (siblings > 1).sum()  # one row, (a), (b), ...
+
+
+def test_value_cells_drop_spreads_only_when_too_long():
+    row = {"fedkit_value": " · ".join(f"M{i} 60.0 ± 1.23" for i in range(3)), "seeds": 3}
+    assert ledger._value_cell(row) == "M0 60.0 ± 1.23 · M1 60.0 ± 1.23 · M2 60.0 ± 1.23 (3 seeds)"
+    row = {"fedkit_value": " · ".join(f"Method{i} 60.0 ± 1.23" for i in range(9)), "seeds": 3}
+    assert ledger._value_cell(row).endswith("Method8 60.0 (3 seeds, means)") and "±" not in ledger._value_cell(row)

@@ -88,8 +88,8 @@ def placement_claims() -> list[Claim]:
     accuracy = Measure(PLACEMENT, "test_accuracy", reduce="best", fill=0.0, percent=True,
                        names=("SCAFFOLD after_step", "FedAvg"))
     return [
-        Claim("peers-scaffold-momentum-converges", "peers", item + ", the correction after the optimizer step "
-              "(fedkit's default, NIID-Bench's and Flower's code): runs that diverged",
+        Claim("peers-scaffold-momentum-converges", "peers", item + ", the correction after the optimizer step, "
+              "as in NIID-Bench and Flower: runs that diverged",
               "SCAFFOLD under momentum does not diverge (small: the first 4 of 50 rounds)",
               f"converges (Flower: best {scaffold[0]:.2f} ± {scaffold[1]:.2f} %)",
               diverged("SCAFFOLD after_step"), Threshold("SCAFFOLD after_step", at_most=0)),
@@ -99,7 +99,7 @@ def placement_claims() -> list[Claim]:
               Gap("SCAFFOLD after_step", "FedAvg", at_least=-TOLERANCE / 100),
               floor=0.8, floor_why="every accuracy below 80 %: the runs have not learned"),
         Claim("peers-scaffold-in-optimizer-diverges", "peers", item + ", the correction inside the optimizer (fedkit "
-              "0.1's convention, which momentum amplifies): runs that diverged",
+              "0.1): runs that diverged",
               "with the correction inside the momentum optimizer SCAFFOLD diverges (no peer places it there)",
               "NaN at round 3 (fedkit 0.1, issue 28's report)", diverged("SCAFFOLD in_optimizer"),
               Threshold("SCAFFOLD in_optimizer", at_least=1)),

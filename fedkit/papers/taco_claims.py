@@ -155,8 +155,7 @@ def fig4_claims(dataset: str) -> list[Claim]:
 
 
 def fig5_claims(dataset: str, source: str) -> list[Claim]:
-    item = (f"Fig. 5, {NAMES[dataset]}, median per-round time of the slowest client (paper: seconds per local step "
-            "on the step clock, one measurement per seed)")
+    item = f"Fig. 5, {NAMES[dataset]}, the slowest client's median round time (paper scale: the step clock)"
     measure = Measure(source, "round_seconds_median", where={"dataset": dataset},
                       names=("TACO", "STEM", "FedAvg"))
     # at paper scale a round's time is K × the clock's step: the clock's own measurements are the samples
