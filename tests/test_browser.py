@@ -1,7 +1,10 @@
 """The explorer and the book as a person sees them: Debian's chromium driven by Playwright.
 
-The explorer is served by Voila (notebooks/explore.ipynb) on a free local port: the test picks two algorithms, runs
-3 rounds on digits, waits for the curves, then enters a bad learning rate and reads its error. The book is built
+The explorer is served by Voila (notebooks/explore.ipynb) on a free local port and seen at 1280 x 800: no broken
+image before a run, the model line of two data sets, the note when FedNova joins FedAvg; the test picks two
+algorithms, runs 3 rounds on digits, waits for the curves (in view, the figure ``plot_figure`` draws, whole-number
+round ticks), runs again from the cache, then enters bad values (rounds, the partition's parameter, the learning
+rate) and reads each one-line error with the last run's curves and status gone, and stops a long run. The book is built
 (``fedkit.book.build``) and every page is opened: it loads, no image is broken, no internal link is dead, a figure
 links its full size, nothing is fetched from outside the site; the next links walk the navigation in order; every
 lesson typesets all its math (no raw TeX left); the home page holds the syllabus and links every notebook; a
@@ -25,6 +28,7 @@ import urllib.request
 from functools import partial
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import NamedTuple
 from urllib.parse import urldefrag, urljoin, urlparse
 
 import nbformat
@@ -66,14 +70,20 @@ def browser():
         chromium.close()
 
 
+class Served(NamedTuple):
+    url: str
+    cache: Path  # the server's run cache ($FEDKIT_CACHE)
+
+
 @pytest.fixture(scope="module")
 def voila(tmp_path_factory):
-    """The explorer notebook served by Voila; yields its URL."""
+    """The explorer notebook served by Voila; yields its URL and run cache."""
     pytest.importorskip("voila", reason="voila is not installed (pip install -e '.[explore]')")
     port = free_port()
     log = tmp_path_factory.mktemp("voila") / "voila.log"
+    cache = tmp_path_factory.mktemp("runs")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
-           "FEDKIT_CACHE": str(tmp_path_factory.mktemp("runs")), "MPLBACKEND": "Agg"}
+           "FEDKIT_CACHE": str(cache), "MPLBACKEND": "Agg"}
     env.pop("FEDKIT_SCALE", None)  # the notebook then waits for a click (no autorun)
     with open(log, "w") as out:
         server = subprocess.Popen([sys.executable, "-m", "voila", "notebooks/explore.ipynb", "--no-browser",
@@ -93,7 +103,7 @@ def voila(tmp_path_factory):
                 if server.poll() is not None or time.time() > deadline:
                     pytest.fail(f"Voila did not start on port {port}:\n{log.read_text()[-3000:]}")
                 time.sleep(0.5)
-        yield url
+        yield Served(url, cache)
     finally:
         server.terminate()
         try:
@@ -102,14 +112,45 @@ def voila(tmp_path_factory):
             server.kill()
 
 
+# images on the page that are laid out but show nothing: the browser's broken-image icon
+BROKEN_IMAGES = """() => [...document.images].filter(i => i.getClientRects().length)
+                          .filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.className || i.src)"""
+# the bytes of the image an <img> shows (ipywidgets gives it a blob: URL)
+IMAGE_BYTES = """async img => { const b = new Uint8Array(await (await fetch(img.src)).arrayBuffer());
+                                let s = ''; for (const x of b) s += String.fromCharCode(x); return btoa(s); }"""
+
+
 def test_explorer_runs_two_methods_and_shows_a_bad_value(browser, voila, tmp_path):
-    page = browser.new_page(viewport={"width": 1200, "height": 950})
+    """At 1280 x 800: no broken image before the first run; the model line and the equal-by-construction note; the
+    curves in view after a run, the very figure ``plot_figure`` draws (whole-number round ticks); a bad value leaves
+    only its one-line error (old curves, table and cache status gone); Stop."""
+    import base64
+
+    from fedkit.explorer import Choice, Session, build_configs, describe_model, plot_figure, plot_png
+
+    page = browser.new_page(viewport={"width": 1280, "height": 800})
     page.set_default_timeout(120_000)  # generous: a loaded 2-core machine is slow, a passing run is not
     errors = []
     page.on("pageerror", lambda e: errors.append(str(e)))
-    page.goto(voila, timeout=300_000)
+    page.goto(voila.url, timeout=300_000)
     run = page.locator(".fedkit-run")
     run.wait_for(timeout=300_000)  # Voila has executed the notebook: the panel is there
+    status, error, plot = page.locator(".fedkit-status"), page.locator(".fedkit-error"), page.locator("img.fedkit-plot")
+    assert page.evaluate(BROKEN_IMAGES) == [] and not plot.is_visible(), "no image (nor its broken icon) before a run"
+    # the model line: what build_configs puts in the Config of the chosen data set
+    for dataset, shown in (("mnist_5k", "cnn (SimpleCNN)"), ("digits", "mlp (FcNet, hidden=[64])")):
+        page.locator(".fedkit-dataset select").select_option(dataset)
+        cfg = build_configs(Choice(dataset=dataset))["fedavg"]
+        assert describe_model(cfg.model, cfg.model_args) == shown
+        page.wait_for_function("t => document.querySelector('.fedkit-model').innerText.includes(t)", arg=shown)
+    # FedNova beside FedAvg, every client taking the same K local steps: the note says they are one method
+    note = page.locator(".fedkit-note")
+    page.locator(".fedkit-use-fednova input").check()
+    page.wait_for_function("document.querySelector('.fedkit-note').innerText.includes('fednova')")
+    assert "fedavg and fednova are one method by construction" in note.inner_text()
+    assert "same K = 10 local steps" in note.inner_text()
+    page.locator(".fedkit-use-fednova input").uncheck()
+    page.wait_for_function("document.querySelector('.fedkit-note').innerText.trim() === ''")
     # two algorithms: fedavg (preset) and fedprox instead of the preset scaffold
     page.locator(".fedkit-use-scaffold input").uncheck()
     page.locator(".fedkit-use-fedprox input").check()
@@ -118,29 +159,55 @@ def test_explorer_runs_two_methods_and_shows_a_bad_value(browser, voila, tmp_pat
     rounds.press("Enter")
     page.wait_for_timeout(300)  # the value reaches the kernel before the click
     run.click()
-    status = page.locator(".fedkit-status")
     page.wait_for_function("document.querySelector('.fedkit-status').innerText.startsWith('done')",
                            timeout=300_000)
     assert status.inner_text() == "done: 6/6 rounds"
-    plot = page.locator("img.fedkit-plot")
     assert plot.evaluate("img => img.complete && img.naturalWidth > 400 && img.naturalHeight > 200")
+    box = plot.bounding_box()
+    assert box["y"] >= 0 and box["y"] + box["height"] <= 800, f"the curves are not all in view at 1280 x 800: {box}"
+    # the image shown is plot_figure's for these runs (read back from the same cache), whose round ticks are whole
+    configs = build_configs(Choice(algorithms={"fedavg": {}, "fedprox": {"mu": 0.1}}, rounds=3))
+    curves = Session(configs, cache=voila.cache).run()  # all from the cache
+    assert base64.b64decode(plot.evaluate(IMAGE_BYTES)) == plot_png(curves, 3)
+    for ax in plot_figure(curves, 3).axes:
+        assert list(ax.get_xticks()) == [0, 1, 2, 3]
     table = page.locator(".fedkit-table").inner_text()
     assert "fedavg" in table and "fedprox mu=0.1" in table and "scaffold" not in table
-    assert page.locator(".fedkit-error").inner_text().strip() == ""
+    assert error.inner_text().strip() == ""
+    assert page.evaluate(BROKEN_IMAGES) == []
     save_screenshot(page, tmp_path, "explorer.png")
-    # a bad value: its ConfigError text, no traceback
-    lr = page.locator(".fedkit-lr input")
-    lr.fill("-1")
-    lr.press("Enter")
-    page.wait_for_timeout(300)
+    # again: from the cache at once, and the status says so
     run.click()
-    error = page.locator(".fedkit-error")
-    page.wait_for_function("document.querySelector('.fedkit-error').innerText.includes('lr must')", timeout=120_000)
-    assert error.inner_text().strip() == "lr must be a finite number > 0, got -1.0"
-    assert "Traceback" not in page.content()
+    page.wait_for_function("document.querySelector('.fedkit-status').innerText.includes('from the cache')")
+    assert status.inner_text() == "done: 6/6 rounds (2 from the cache)"
+
+    def bad_value(field: str, value: str, message: str, good: str) -> None:
+        """``value`` in ``field``, Run: its one-line message in the status and the error box, and nothing of the run
+        before (curves, table, progress, cache status); then ``good`` back, and a run (from the cache)."""
+        entry = page.locator(f"{field} input")
+        entry.fill(value)
+        entry.press("Enter")
+        page.wait_for_timeout(300)
+        run.click()
+        page.wait_for_function("m => document.querySelector('.fedkit-status').innerText === m",
+                               arg=f"not run: {message}")
+        assert error.inner_text().strip() == message and "Traceback" not in page.content()
+        assert status.evaluate("e => e.scrollWidth <= e.clientWidth"), "the status shows its whole line"
+        assert not plot.is_visible() and page.evaluate(BROKEN_IMAGES) == []
+        assert page.locator(".fedkit-table").inner_text().strip() == ""
+        assert "from the cache" not in page.locator("body").inner_text()
+        assert page.locator(".fedkit-progress .progress-bar").evaluate("e => e.style.width") in ("0%", "")
+        entry.fill(good)
+        entry.press("Enter")
+        page.wait_for_timeout(300)
+        run.click()
+        page.wait_for_function("document.querySelector('.fedkit-status').innerText.includes('from the cache')")
+        assert plot.is_visible() and error.inner_text().strip() == ""
+
+    bad_value(".fedkit-rounds", "0", "rounds must be an integer ≥ 1, got 0", "3")
+    bad_value(".fedkit-partition-param", "-1", "partition 'dirichlet': phi must lie in (0, inf), got -1.0", "0.5")
+    bad_value(".fedkit-lr", "-1", "lr must be a finite number > 0, got -1.0", "0.1")
     # Stop: a long run ends after the round under way, and says so
-    lr.fill("0.1")
-    lr.press("Enter")
     rounds.fill("500")
     rounds.press("Enter")
     page.wait_for_timeout(300)

@@ -1,13 +1,27 @@
 """fedkit.explore(): config building, the lockstep session with its stop flag, the cache, and the widget panel
 driven headless (the browser test drives the same panel through Voila)."""
 import dataclasses
+import html
 import math
 import re
 
+import numpy as np
 import pytest
 
 from fedkit import Config, ConfigError
-from fedkit.explorer import ALGORITHMS, PARTITIONS, Choice, Session, build_configs, plot_png
+from fedkit.explorer import (
+    ALGORITHMS,
+    DATASETS,
+    PARTITIONS,
+    Choice,
+    Session,
+    build_configs,
+    describe_model,
+    equal_by_construction,
+    model_for,
+    plot_figure,
+    plot_png,
+)
 
 SMALL = dict(dataset="digits", num_clients=5, rounds=3, local_steps=2, lr=0.1)
 JUNK = [None, "abc", math.nan, math.inf, -1, [], True]  # a value of each wrong kind; -1 is out of every range here
@@ -120,23 +134,165 @@ def test_plot_is_a_png():
     assert plot_png(Session(configs, cache=False).run(), 3)[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.mark.parametrize("rounds", [1, 3, 7, 20])
+def test_the_round_axis_has_whole_number_ticks(rounds):
+    configs = build_configs(Choice(algorithms={"fedavg": {}}, **{**SMALL, "rounds": 1}))
+    fig = plot_figure(Session(configs, cache=False).run(), rounds)
+    for ax in fig.axes:
+        ticks = [t for t in ax.get_xticks() if 0 <= t <= rounds]
+        assert len(ticks) >= 2 and all(float(t).is_integer() for t in ticks), ticks
+
+
+def json_text(value) -> str:
+    import json
+
+    return json.dumps(value, sort_keys=True)
+
+
+@pytest.mark.parametrize("dataset", list(DATASETS))
+def test_the_model_line_names_the_model_build_configs_gives_every_config(dataset):
+    pytest.importorskip("ipywidgets")
+    from fedkit.explorer import Panel
+
+    configs = build_configs(Choice(**{**SMALL, "dataset": dataset}))
+    models = {(cfg.model, json_text(cfg.model_args)) for cfg in configs.values()}
+    assert models == {(model_for(dataset)[0], json_text(model_for(dataset)[1]))}
+    cfg = next(iter(configs.values()))
+    panel = Panel(Choice(**{**SMALL, "dataset": dataset}))
+    assert describe_model(cfg.model, cfg.model_args) in panel.model.value
+
+
+def test_the_model_line_follows_the_data_set_and_a_preset_model():
+    pytest.importorskip("ipywidgets")
+    from fedkit.explorer import Panel
+
+    panel = Panel(Choice(**SMALL))
+    assert "mlp (FcNet, hidden=[64])" in panel.model.value
+    panel.dataset.value = "mnist_5k"
+    assert "cnn (SimpleCNN)" in panel.model.value and build_configs(panel.choice())["fedavg"].model == "cnn"
+    preset = Panel(Choice(**{**SMALL, "dataset": "mnist_5k", "model": "lenet5"}))
+    assert "lenet5 (LeNet5)" in preset.model.value
+    assert build_configs(preset.choice())["fedavg"].model == "lenet5"  # the panel keeps the preset model
+
+
+def curves_of(configs) -> dict[str, np.ndarray]:
+    return {label: frame[["test_accuracy", "test_loss"]].to_numpy(float)
+            for label, frame in Session(configs, cache=False).run().items()}
+
+
+SMALL_CFG = Config(dataset="digits", model="mlp", model_args={"hidden": [64]}, num_clients=5, rounds=3, local_steps=2,
+                   lr=0.1, partition_args={"phi": 0.5})
+# configs that are one method by construction (equal_by_construction says so), and the words of its note
+EQUAL = {
+    "fednova-fedavg": ({"fedavg": {}, "fednova": {}}, "same K = 2 local steps"),
+    "fedprox-mu0": ({"fedavg": {}, "fedprox": {"mu": 0.0}}, "FedProx with μ = 0"),
+    "moon-mu0": ({"fedavg": {}, "moon": {"mu": 0.0}}, "MOON with μ = 0"),
+    "scaffold-alpha0-uniform": ({"fedavg": {"weighting": "uniform"}, "scaffold": {"alpha": 0.0}}, "SCAFFOLD with α"),
+    "fedacg-lam0-beta0": ({"fedavg": {"weighting": "uniform"}, "fedacg": {"lam": 0.0, "beta": 0.0}}, "FedACG with λ"),
+    "fednova-mu-fedprox-mu": ({"fedprox": {"mu": 0.1}, "fednova": {"mu": 0.1}}, "same K = 2"),
+    "three": ({"fedavg": {}, "fedprox": {"mu": 0.0}, "fednova": {}}, "no proximal term; FedNova's"),
+}
+# configs that are not (no note), and whether their curves then differ here
+UNEQUAL = {
+    "scaffold-alpha0-data-weighted-fedavg": ({"fedavg": {}, "scaffold": {"alpha": 0.0}}, True),
+    "fedprox-mu": ({"fedavg": {}, "fedprox": {"mu": 0.1}}, True),
+    "fedacg-beta": ({"fedavg": {"weighting": "uniform"}, "fedacg": {"lam": 0.0}}, False),  # β = 0.001: close
+    "fednova-mu-fedavg": ({"fedavg": {}, "fednova": {"mu": 0.1}}, True),
+    "moon": ({"fedavg": {}, "moon": {}}, None),
+}
+
+
+def configs_of(algorithms: dict, **changes) -> dict[str, Config]:
+    return {f"{name} {args}": SMALL_CFG.replace(algorithm=name, algorithm_args=args, **changes)
+            for name, args in algorithms.items()}
+
+
+@pytest.mark.parametrize("algorithms, words", EQUAL.values(), ids=list(EQUAL))
+def test_methods_equal_by_construction_get_a_note_and_train_alike(algorithms, words):
+    configs = build_configs(Choice(algorithms=algorithms, **SMALL))
+    notes = equal_by_construction(configs)
+    assert len(notes) == 1 and words in notes[0] and all(label in notes[0] for label in configs), notes
+    curves = list(curves_of(configs).values())
+    for other in curves[1:]:
+        np.testing.assert_allclose(other, curves[0], rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("algorithms, differ", UNEQUAL.values(), ids=list(UNEQUAL))
+def test_other_methods_get_no_note(algorithms, differ):
+    configs = build_configs(Choice(algorithms=algorithms, **SMALL))
+    assert equal_by_construction(configs) == []
+    if differ:
+        first, second = curves_of(configs).values()
+        assert not np.allclose(first, second)
+
+
+def test_fednova_is_fedavg_under_momentum_at_equal_k_but_not_with_tau_eff_steps_nor_with_epochs():
+    momentum = {"optimizer_args": {"momentum": 0.5}}
+    same = configs_of({"fedavg": {}, "fednova": {}}, **momentum)
+    assert len(equal_by_construction(same)) == 1
+    first, second = curves_of(same).values()
+    np.testing.assert_allclose(second, first, rtol=1e-5, atol=1e-6)
+    steps = configs_of({"fedavg": {}, "fednova": {"tau_eff": "steps"}}, **momentum)  # τ_eff = τ ≠ a_i
+    assert equal_by_construction(steps) == []
+    first, second = curves_of(steps).values()
+    assert not np.allclose(first, second)
+    assert len(equal_by_construction(configs_of({"fedavg": {}, "fednova": {"tau_eff": "steps"}}))) == 1  # a_i = τ
+    epochs = configs_of({"fedavg": {}, "fednova": {}}, local_steps=None, local_epochs=1)  # K_i = ⌈n_i / B⌉
+    assert equal_by_construction(epochs) == []
+    assert equal_by_construction(configs_of({"fedavg": {}, "fednova": {}}, threat="freeloaders",
+                                                  threat_args={"fraction": 0.2})) == []
+    # the rest of the config must agree too
+    one, two = configs_of({"fedavg": {}, "fednova": {}}).values()
+    assert equal_by_construction({"a": one, "b": two.replace(seed=1)}) == []
+
+
 def test_panel_runs_headless_and_shows_a_bad_value_without_traceback(tmp_path):
     pytest.importorskip("ipywidgets")
     from fedkit.explorer import Panel
 
     panel = Panel(Choice(algorithms={"fedavg": {}, "fedprox": {"mu": 0.1}}, **SMALL), cache=tmp_path)
     assert panel.partition_param.description == "phi" and not panel.use["scaffold"].value
+    assert panel.plot.layout.display == "none" and not panel.plot.value  # no image yet: no broken-image icon
     panel.run(wait=True)
     assert panel.status.value == "done: 6/6 rounds" and panel.progress.value == 6
-    assert panel.plot.value[:4] == b"\x89PNG" and "fedprox mu=0.1" in panel.table.value
-    panel.run(wait=True)
-    assert panel.status.value == "done: 6/6 rounds (2 from the cache)"
-    panel.lr.value = -1.0
-    panel.run(wait=True)
-    assert "lr must be a finite number &gt; 0, got -1.0" in panel.error.value and "Traceback" not in panel.error.value
-    assert panel.status.value == "not run: lr must be a finite number > 0, got -1.0"
+    assert panel.plot.value[:4] == b"\x89PNG" and panel.plot.layout.display is None
+    assert "fedprox mu=0.1" in panel.table.value
+    bad_values = ((panel.rounds, 0, "rounds must be an integer ≥ 1, got 0"),  # not clamped to 1
+                  (panel.partition_param, -1.0, "partition 'dirichlet': phi must lie in (0, inf), got -1.0"),
+                  (panel.lr, -1.0, "lr must be a finite number > 0, got -1.0"))
+    for field, bad, message in bad_values:
+        panel.run(wait=True)
+        assert panel.status.value == "done: 6/6 rounds (2 from the cache)"
+        good, field.value = field.value, bad
+        panel.run(wait=True)
+        assert panel.status.value == f"not run: {message}", "the status: the one-line error, no cache status"
+        assert html.escape(message) in panel.error.value and "Traceback" not in panel.error.value
+        assert panel.plot.layout.display == "none" and not panel.plot.value, "the old curves are gone"
+        assert panel.table.value == "" and panel.progress.value == 0
+        field.value = good
     panel.partition.value = "iid"
     assert panel.partition_param.disabled
+
+
+def test_panel_notes_methods_equal_by_construction_as_they_are_chosen():
+    pytest.importorskip("ipywidgets")
+    from fedkit.explorer import Panel
+
+    panel = Panel(Choice(algorithms={"fedavg": {}}, **SMALL))
+    assert panel.note.value == ""
+    panel.use["fednova"].value = True
+    assert "fedavg and fednova are one method by construction" in panel.note.value
+    assert "same K = 2 local steps" in panel.note.value
+    panel.local_steps.value = 5
+    assert "same K = 5 local steps" in panel.note.value
+    panel.local_steps.value = 0  # a bad value: no note (Run says why)
+    assert panel.note.value == ""
+    panel.local_steps.value = 2
+    panel.use["fednova"].value = False
+    panel.use["fedprox"].value = True
+    assert panel.note.value == ""
+    panel.hyper["fedprox"].value = 0.0
+    assert "fedavg and fedprox mu=0 are one method" in panel.note.value
 
 
 @pytest.mark.parametrize("preset, message", [(dict(lr="fast"), "lr must be a finite number > 0, got 'fast'"),
