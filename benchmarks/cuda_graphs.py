@@ -1,7 +1,7 @@
 """Benchmark: a round of the NIID-Bench CNN for 30 stacked clients (10 clients × 3 seeds), the vectorized engine's
 step eager and captured as a CUDA graph, side by side in one process.
 
-    python benchmarks/cuda_graphs.py [--device cuda] [--passes 5] [--out benchmarks/results/...json]
+    python benchmarks/cuda_graphs.py [--device cuda] [--passes 5] [--out PATH.json]
     python benchmarks/cuda_graphs.py --device cpu --passes 1      # a dry run: no capture, the same code path
 
 The clients: 10 clients of unequal sizes (200-800 random 28×28 samples; the same for every seed) and 3 seeds (each
@@ -17,9 +17,11 @@ once per pass (order rotated, after an untimed warm-up round, t = 1):
              is replayed for every step of every round
   plain      a plain PyTorch loop over the 30 clients (torch.optim.SGD, no momentum), for scale
 The graph engines are left out on a CPU (a dry run of the same code path).
-Written to --out (JSON): the device, torch, the median seconds per round and every pass per engine, the ratios to
-the eager shrinking step, the capture's time, how many steps were replayed, and how far each engine's updates
-are from the shrinking engine's.
+Written to --out (JSON; default benchmarks/results/<date>-cuda_graphs/<device kind>.json, an existing file refused
+before measuring): the device, torch, the median seconds per round and every pass per engine, the ratios to
+the eager shrinking step, the capture's time, how many steps were replayed, how far each engine's updates
+are from the shrinking engine's, and the machine (benchmarks/_results.py: GPU and CPU model, torch, threads,
+fedkit's commit, the load average before and after).
 """
 from __future__ import annotations
 
@@ -34,6 +36,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _results  # noqa: E402
 from engines import plain_loop  # noqa: E402
 
 from fedkit.algorithms import RoundInfo, Settings, make_algorithm  # noqa: E402
@@ -50,9 +53,12 @@ def main():
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--epochs", type=int, default=1)
     parser.add_argument("--engines", nargs="+", default=["shrinking", "static", "graph", "graph_kept", "plain"])
-    parser.add_argument("--out", default=None, help="JSON path (default: benchmarks/results/cuda_graphs_<device>.json)")
+    parser.add_argument("--out", default=None, help="JSON path (default: benchmarks/results/<date>-cuda_graphs/"
+                                                    "<device kind>.json; never overwritten)")
     args = parser.parse_args()
+    out = _results.claim(args.out or _results.default_path("cuda_graphs", args.device, ".json"))
     device = torch.device(args.device)
+    load = _results.load()
     engines = [e for e in args.engines if not e.startswith("graph") or device.type == "cuda"]  # CPU: a dry run
 
     torch.manual_seed(0)
@@ -140,11 +146,9 @@ def main():
         if name in built:
             report[name] = {"replayed_steps": built[name].replays, "error": built[name].graph_error,
                             "rounds": 1 + args.passes, "steps_per_round": max(p.steps for p in plans)}
+    report["machine"] = _results.machine_columns(args.device, load)
     print(json.dumps(report, indent=2))
-    out = Path(args.out or Path(__file__).resolve().parent / "results" / f"cuda_graphs_{device.type}.json")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(report, indent=2) + "\n")
-    print(f"written: {out}")
+    _results.write_text(out, json.dumps(report, indent=2) + "\n")
 
 
 if __name__ == "__main__":

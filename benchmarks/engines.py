@@ -1,6 +1,7 @@
 """Benchmark: one FedAvg round under a plain PyTorch client loop and fedkit's engines, side by side in one process.
 
     python benchmarks/engines.py [--workload adult|cnn|adult100] [--passes 3] [--device cpu] [--engines ...]
+                                 [--clients N] [--local-steps K] [--out PATH.csv]
 
 Workloads (500 random samples per client, batch 64, η_l = 0.01):
   adult     the adult MLP 123-32-16-8-2, 20 clients, K = 100
@@ -28,6 +29,9 @@ and dispatch), per kernel (self CPU time) and, for the vectorized engine, per ph
 vmapped client update, outside the steps), in ms per round and as a fraction of the round, and the minor page
 faults of the profiled round (the profiler's own allocations change them: the timed passes' count is the one to
 read).
+``--clients`` and ``--local-steps`` shrink a workload (a smoke run). The result is written to ``--out`` (default
+benchmarks/results/<date>-engines-<workload>/<device kind>.csv; an existing file is refused before measuring): one
+row per engine with the workload, its figures and the machine (benchmarks/_results.py).
 """
 from __future__ import annotations
 
@@ -35,18 +39,23 @@ import argparse
 import csv
 import resource
 import statistics
+import sys
 import time
 from collections import defaultdict
+from pathlib import Path
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch.nn.utils import parameters_to_vector, vector_to_parameters
 
-from fedkit.algorithms import RoundInfo, Settings, make_algorithm
-from fedkit.engine import ENGINES, ClientInput, FlatModel, evaluate, make_plan
-from fedkit.models import build_model
-from fedkit.optim import SGD
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _results  # noqa: E402
+
+from fedkit.algorithms import RoundInfo, Settings, make_algorithm  # noqa: E402
+from fedkit.engine import ENGINES, ClientInput, FlatModel, evaluate, make_plan  # noqa: E402
+from fedkit.models import build_model  # noqa: E402
+from fedkit.optim import SGD  # noqa: E402
 
 WORKLOADS = {  # model, input shape, classes, clients, K
     "adult": ("mlp", (123,), 2, 20, 100),
@@ -166,12 +175,21 @@ def main():
     parser.add_argument("--clock", default="wall", choices=["wall", "cpu"],
                         help="time passes by the wall clock or by the process's CPU seconds (use at 1 thread)")
     parser.add_argument("--profile", default=None, help="write a profile of one round per engine to this CSV")
+    parser.add_argument("--clients", type=int, default=None, help="clients (default: the workload's)")
+    parser.add_argument("--local-steps", type=int, default=None, help="K (default: the workload's)")
+    parser.add_argument("--out", default=None, help="the result's CSV (default: benchmarks/results/<date>-engines-"
+                                                    "<workload>/<device kind>.csv; never overwritten)")
     args = parser.parse_args()
+    out = _results.claim(args.out or _results.default_path(f"engines-{args.workload}", args.device))
+    if args.profile:
+        _results.claim(args.profile)
     if args.threads:
         torch.set_num_threads(args.threads)
     clock = time.perf_counter if args.clock == "wall" else time.process_time
 
     model, shape, classes, n_clients, steps = WORKLOADS[args.workload]
+    n_clients, steps = args.clients or n_clients, args.local_steps or steps
+    load = _results.load()
     torch.manual_seed(0)
     per_client, batch, lr = 500, 64, 0.01
     n = n_clients * per_client
@@ -215,17 +233,30 @@ def main():
     base = statistics.median(times["plain"]) if "plain" in times else None
     reference = next(iter(results.values()))
     accuracy = {name: evaluate(fm, w0 + delta.mean(0), x, y, "classification")[0] for name, delta in results.items()}
+    rows = []
     for name, ts in times.items():
         median = statistics.median(ts)
-        ratio = ""
+        ratio, paired = "", None
         if base:  # and the median of the passes' own ratios (each pass's engines ran back to back)
             paired = statistics.median(p / t for p, t in zip(times["plain"], ts))
             ratio = f"  {base / median:5.2f}× the plain loop (pass by pass {paired:5.2f}×)"
         error = (results[name] - reference).abs().max().item()
+        rows.append({
+            "benchmark": "engines", "workload": args.workload, "model": model, "parameters": fm.dim,
+            "clients": n_clients, "local_steps": steps, "batch": batch, "samples_per_client": per_client, "lr": lr,
+            "clock": args.clock, "passes": args.passes, "engine": name, "seconds_per_round": median,
+            "passes_seconds": _results.passes(ts), "ratio_to_plain": base / median if base else "",
+            "ratio_to_plain_pass_by_pass": paired if paired is not None else "",
+            "clients_per_second": n_clients / median, "accuracy": accuracy[name],
+            "reference_engine": next(iter(results)), "max_abs_update_diff": error,
+            "page_faults_per_round": statistics.median(faults[name]),
+            "compile_seconds": engines["compiled"].compile_seconds if name == "compiled" else ""})
         print(f"  {name:<11} {median:.4f} s/round{ratio}  {n_clients / median:7.1f} clients/s  accuracy "
               f"{accuracy[name]:.4f}  (passes: {', '.join(f'{t:.4f}' for t in ts)}; "
               f"max |Δ − Δ_{next(iter(results))}| = {error:.1e}; page faults/round "
               f"{statistics.median(faults[name]):,.0f})")
+    machine = _results.machine_columns(args.device, load)
+    _results.write_csv(out, [{**row, **machine} for row in rows])
     if args.profile:
         rows = []
         for name in runners:

@@ -6,20 +6,25 @@ For one paper-scale config per (data set, model, algorithm, engine) of the given
    non-deterministic on this device and names it ("ok" when none ran);
 2. trains it twice with cuDNN's defaults and twice with ``cudnn.deterministic = True``, and says whether each pair's
    final models are bitwise equal, with the seconds each took.
-One CSV row per config into --out. Runs on the CPU too (where everything should be "ok" and equal).
+One CSV row per config into --out (default benchmarks/results/<date>-gpu_determinism/<device kind>.csv; an existing
+file is refused before measuring), with the machine (benchmarks/_results.py). Runs on the CPU too (where everything
+should be "ok" and equal).
   python benchmarks/gpu_determinism.py notebooks/taco/table6_ablation.ipynb --match femnist --device cuda --out det.csv
 """
 from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
 from pathlib import Path
 
-import pandas as pd
 import torch
 
 os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # cuBLAS is deterministic only with a fixed workspace
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _results  # noqa: E402
 
 from fedkit.plan import matching_runs  # noqa: E402
 from fedkit.runner import run  # noqa: E402
@@ -49,8 +54,11 @@ def main() -> None:
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--match", default=None, help="only the runs whose '<paper>/<notebook>/<label>' matches")
-    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--out", type=Path, default=None, help="the result's CSV (default: benchmarks/results/<date>-"
+                                                                "gpu_determinism/<device kind>.csv; never overwritten)")
     args = parser.parse_args()
+    out = _results.claim(args.out or _results.default_path("gpu_determinism", args.device))
+    load = _results.load()
     rows, seen = [], set()
     for notebook in args.notebooks:
         runs, note = matching_runs(notebook, "paper", device=args.device, match=args.match)
@@ -74,7 +82,11 @@ def main() -> None:
                 row["error"] = f"{type(err).__name__}: {err}"[:300]
             print(row, flush=True)
             rows.append(row)
-    pd.DataFrame(rows).to_csv(args.out, index=False)
+    if not rows:
+        print("no configs ran: nothing written")
+        return
+    machine = _results.machine_columns(args.device, load)
+    _results.write_csv(out, [{**row, **machine} for row in rows])
 
 
 if __name__ == "__main__":
