@@ -6,14 +6,16 @@ folder and gives the code cell that writes a result (``save_figure``/``save_tabl
 committed figures/<paper>/<name>.png (and paper/<name>.png, at paper scale, when present), and the CSV as a table
 where no figure shows it. A result no notebook names goes on its paper's "Other results" page. Every page has
 previous/next links; a notebook page links its committed .ipynb (copied into the site) and a Binder launch; the home
-page holds the course's syllabus; math is typeset by a MathJax copied into the site (no CDN); REPRODUCTION.md is
-split into its summary and one page per paper.
+page holds the course's syllabus; the last page, for instructors, the solution of every exercise of the course, read
+from the docstrings of its checkers (fedkit/course/); math is typeset by a MathJax copied into the site (no CDN);
+REPRODUCTION.md is split into its summary and one page per paper.
 
     python -m fedkit.book            # or: fedkit book; writes site/ (open site/index.html)
 """
 from __future__ import annotations
 
 import argparse
+import ast
 import html
 import json
 import os
@@ -191,6 +193,52 @@ def syllabus(course: dict[str, object], duration: str) -> str:
     return "\n".join(rows) + "\n"
 
 
+def lesson_module(nb, root: Path) -> Path | None:
+    """The checkers' module a course notebook imports (``fedkit.course.<name>``, under ``root``), or None."""
+    source = "\n".join(_code(c) for c in nb.cells)
+    names = re.findall(r"fedkit\.course\.(\w+)", source)
+    names += [n.strip() for group in re.findall(r"from fedkit\.course import ([\w, ]+)", source)
+              for n in group.split(",")]
+    paths = [root / "fedkit" / "course" / f"{name}.py" for name in names]
+    return next((path for path in paths if path.is_file()), None)
+
+
+def exercises(module: Path) -> list[tuple[str, str, str, str]]:
+    """(number, kind, task, solution) of every exercise that a lesson module's docstring states: a paragraph
+    "Exercise N (kind): task" whose last line starts "Solution: ..." (lines joined)."""
+    doc = ast.get_docstring(ast.parse(module.read_text(encoding="utf-8"))) or ""
+    found = re.findall(r"^Exercise (\d+) \(([^)]*)\): (.*?)\nSolution: (.*?)(?=\n\s*\n|\Z)", doc, flags=re.S | re.M)
+    return [(n, kind, " ".join(task.split()), " ".join(solution.split())) for n, kind, task, solution in found]
+
+
+def _plain(text: str) -> str:
+    """Docstring text as Markdown: its ``code`` spans kept, every other * escaped (w* is not emphasis)."""
+    parts = re.split(r"(``.+?``)", text)
+    return "".join(part if part.startswith("``") else part.replace("*", r"\*") for part in parts)
+
+
+def _sentence(text: str) -> str:
+    """``text`` with a first letter in upper case where it is a Latin one (φ stays φ: Φ is another symbol)."""
+    return text[:1].upper() + text[1:] if text[:1].isascii() else text
+
+
+def solutions(course: dict[str, object], root: Path) -> str:
+    """The instructors' page: each lesson's exercises (a link to the lesson), each with its task and solution, as the
+    docstring of the lesson's checkers states them."""
+    lines = ["# Solutions\n", "For instructors: the solution of every exercise of the course, with what it teaches. "
+             "Each lesson's checkers (`fedkit/course/<lesson>.py`) state them in their docstring, and this page is "
+             "built from there. Students: try the exercise first; its checker says which way to go.\n"]
+    for stem, nb in course.items():
+        module = lesson_module(nb, root)
+        found = exercises(module) if module else []
+        if found:
+            lines.append(f"## [{_title(nb, stem)}]({COURSE}/{stem}.ipynb)\n")
+            for n, kind, task, solution in found:
+                lines += [f"**Exercise {n}** ({kind}): {_plain(task)}\n",
+                          f"*Solution.* {_plain(_sentence(solution))}\n"]
+    return "\n".join(lines)
+
+
 def reproduction_pages(text: str) -> list[tuple[str, str, str]]:
     """REPRODUCTION.md as (title, path, Markdown) pages: its summary (all above the first "## " heading, with links
     to the rest) first, then one page per "## " section, its headings one level up; none has a table of contents,
@@ -272,12 +320,12 @@ def build(out: str | Path = "site", root: str | Path | None = None, repo: str | 
     for paper in [COURSE] if COURSE in papers else []:
         sections.append(("Course", paper))
     sections += [(paper, paper) for paper in papers if paper != COURSE]
-    lessons, contents = "", []
+    lessons, answers, contents = "", "", []
     for label, paper in sections:
         paths = sorted((root / "notebooks" / paper).glob("*.ipynb"))
         notebooks = {p.stem: nbformat.read(p, as_version=4) for p in paths}
         if paper == COURSE:
-            lessons = syllabus(notebooks, course_time(readme))
+            lessons, answers = syllabus(notebooks, course_time(readme)), solutions(notebooks, root)
         (docs / DOWNLOADS / paper).mkdir(parents=True)
         for path in paths:
             shutil.copy2(path, docs / DOWNLOADS / paper / path.name)
@@ -313,6 +361,9 @@ def build(out: str | Path = "site", root: str | Path | None = None, repo: str | 
     nav += [{"Course": entries} for label, _, entries in contents if label == "Course"]
     nav += [{"Concepts": "concepts.md"}, {"Reproduction": [{title: path} for title, path, _ in reproduction]}]
     nav += [{f"Paper: {label}": entries} for label, _, entries in contents if label != "Course"]
+    if lessons:
+        nav.append({"Solutions": "solutions.md"})
+        (docs / "solutions.md").write_text(answers, encoding="utf-8")
     # the figures the pages show, copied beside them (PNG only; the CSVs are shown as tables)
     for png in figures.rglob("*.png"):
         target = docs / "figures" / png.relative_to(figures)
@@ -390,7 +441,8 @@ def _index(contents: list[tuple[str, str, list[dict]]], lessons: str) -> str:
              "Each notebook's page links the notebook, to download or to run on Binder; run one yourself with "
              "`fedkit figures NOTEBOOK --scale ci`.\n"]
     if lessons:
-        lines += ["## Course\n", f"`notebooks/{COURSE}/`, one lesson each, in order.\n", lessons]
+        lines += ["## Course\n", f"`notebooks/{COURSE}/`, one lesson each, in order.\n", lessons,
+                  "Instructors: the [solutions](solutions.md) of every exercise, on the book's last page.\n"]
     lines.append("## Papers\n")
     for label, paper, entries in contents:
         if label != "Course":

@@ -1,8 +1,10 @@
-"""fedkit.book without mkdocs: where a committed result is shown, what it shows, the README's concepts, the home
-page's syllabus, REPRODUCTION.md's pages, what the build puts beside the pages and which folder it may replace (with a
-stand-in for mkdocs), and the mkdocs hooks that share the notebooks' CSS. tests/test_browser.py builds the whole book
-and opens every page."""
+"""fedkit.book without mkdocs: where a committed result is shown, what it shows, the README's concepts, the home page's
+syllabus, the solutions page (every exercise of every lesson), REPRODUCTION.md's pages, what the build puts beside
+the pages and which folder it may replace (with a stand-in for mkdocs), and the mkdocs hooks that share the
+notebooks' CSS. tests/test_browser.py builds the whole book and opens every page."""
+import importlib
 import json
+import re
 import subprocess
 from pathlib import Path
 from types import SimpleNamespace
@@ -20,9 +22,11 @@ from fedkit.book import (
     committed_results,
     concepts,
     course_time,
+    lesson_module,
     outputs_for,
     place,
     reproduction_pages,
+    solutions,
     syllabus,
 )
 from fedkit.errors import FedkitError
@@ -195,9 +199,10 @@ def test_a_build_gives_mkdocs_the_notebooks_links_math_and_navigation(checkout, 
     assert all((docs / path).is_file() for path in config["extra_javascript"] + config["extra_css"])
     assert (docs / "assets/mathjax/output/chtml/fonts/woff-v2/MathJax_Main-Regular.woff").is_file()  # no CDN
     assert [Path(hook).name for hook in config["hooks"]] == ["book_hooks.py"] and Path(config["hooks"][0]).is_file()
-    assert [list(entry)[0] for entry in config["nav"]] == ["Home", "Course", "Concepts", "Reproduction"]
+    assert [list(entry)[0] for entry in config["nav"]] == ["Home", "Course", "Concepts", "Reproduction", "Solutions"]
     index = (docs / "index.md").read_text()
-    assert "| [One](teaching/one.ipynb) |  | about a minute | — |" in index
+    assert "| [One](teaching/one.ipynb) |  | about a minute | — |" in index and "(solutions.md)" in index
+    assert (docs / "solutions.md").read_text().startswith("# Solutions\n")  # "one" imports no checkers: no exercise
 
 
 def test_a_failed_build_leaves_the_earlier_site_as_it_was(checkout, tmp_path, monkeypatch):
@@ -209,3 +214,19 @@ def test_a_failed_build_leaves_the_earlier_site_as_it_was(checkout, tmp_path, mo
         build(site, checkout)
     assert sorted(p.name for p in site.iterdir()) == [MARKER, "index.html"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["repo", "site"]
+
+
+def test_the_solutions_page_holds_every_exercise_of_every_lesson():
+    course = {p.stem: nbformat.read(p, as_version=4) for p in sorted((ROOT / "notebooks" / "teaching").glob("*.ipynb"))}
+    page = solutions(course, ROOT)
+    sections = {m[1]: m[2] for m in re.finditer(r"^## \[[^]]+\]\(teaching/(\w+)\.ipynb\)\n(.*?)(?=^## |\Z)", page,
+                                               flags=re.S | re.M)}
+    assert list(sections) == list(course)  # every lesson, in order
+    for stem, nb in course.items():
+        code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+        cells = sorted(int(n or 1) for n in re.findall(r"\bcheck_exercise(?:_(\d+))?\(answer\b", code))
+        module = importlib.import_module(f"fedkit.course.{lesson_module(nb, ROOT).stem}")
+        checkers = sorted(int(name[15:] or 1) for name in dir(module) if re.fullmatch(r"check_exercise(_\d+)?", name))
+        stated = [int(n) for n in re.findall(r"^\*\*Exercise (\d+)\*\* \(.+?\): \S.*\n\n\*Solution\.\* \S",
+                                              sections[stem], flags=re.M)]
+        assert cells == checkers == stated == [1, 2], (stem, cells, checkers, stated)

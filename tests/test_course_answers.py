@@ -13,11 +13,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_course_adaptive_clients import FADAMGC
-from test_course_byzantine import ATTACKED
-from test_course_freeloaders import BASE as TACO
-from test_course_server_momentum import BASE as MOMENTUM
-from test_course_to_flower import CFG as SCAFFOLD
 
 import fedkit.course
 from fedkit import run
@@ -26,22 +21,28 @@ from fedkit.course import WrongAnswer, shown
 LESSONS = sorted(m.name for m in pkgutil.iter_modules(fedkit.course.__path__))
 
 
+def setting(lesson: str, name: str):
+    """A setting defined in tests/test_course_<lesson>.py, imported when called: every lesson's test imports this
+    matrix to run it on its second exercise."""
+    return getattr(importlib.import_module(f"test_course_{lesson}"), name)
+
+
 @functools.cache
 def scaffold_history():
-    return run(SCAFFOLD, cache=False, progress=False)
+    return run(setting("to_flower", "CFG"), cache=False, progress=False)
 
 
 # Valid settings of each lesson's checker (cheap: nothing here trains but lesson 08's two-round history).
 SETTINGS = {"partitions": lambda: {"labels": np.arange(400) % 10}, "client_drift": dict, "control_variates": dict,
-            "server_momentum": lambda: {"base": MOMENTUM, "seeds": [0]},
-            "adaptive_clients": lambda: {"fadamgc": FADAMGC, "seeds": [0]},
-            "byzantine": lambda: {"attacked": ATTACKED, "seeds": [0], "root_samples": 100},
-            "freeloaders": lambda: {"base": TACO, "seeds": [0]}, "to_flower": lambda: {"history": scaffold_history()},
-            # imported when called: these lessons' tests import this matrix to run it on their second exercise
-            "privacy": lambda: {"private": importlib.import_module("test_course_privacy").PRIVATE},
-            "what_is_fl": lambda: {"cfg": importlib.import_module("test_course_what_is_fl").CFG},
-            "feature_shift": lambda: {"base": importlib.import_module("test_course_feature_shift").BASE},
-            "communication": lambda: {"base": importlib.import_module("test_course_communication").BASE}}
+            "server_momentum": lambda: {"base": setting("server_momentum", "BASE"), "seeds": [0]},
+            "adaptive_clients": lambda: {"fadamgc": setting("adaptive_clients", "FADAMGC"), "seeds": [0]},
+            "byzantine": lambda: {"attacked": setting("byzantine", "ATTACKED"), "seeds": [0], "root_samples": 100},
+            "freeloaders": lambda: {"base": setting("freeloaders", "BASE"), "seeds": [0]},
+            "to_flower": lambda: {"history": scaffold_history()},
+            "privacy": lambda: {"private": setting("privacy", "PRIVATE")},
+            "what_is_fl": lambda: {"cfg": setting("what_is_fl", "CFG")},
+            "feature_shift": lambda: {"base": setting("feature_shift", "BASE")},
+            "communication": lambda: {"base": setting("communication", "BASE")}}
 # What each checker computes with an answer; a bad answer must be refused before it is called. None: the answer is a
 # function, called on the tensors of the checker's toy run (bounded by its setting rounds).
 COMPUTE = {"partitions": "dirichlet_skew", "client_drift": "distances", "control_variates": None,
@@ -77,6 +78,24 @@ class Computed(Exception):
 
 def computed(*args, **kwargs):
     raise Computed
+
+
+def refused(checker, answer, names, capsys, **settings) -> None:
+    """``checker(answer, **settings)`` refuses ``answer`` in one line naming it (or one of ``names``) and prints
+    nothing: the lessons' tests run it on their second exercise, with its computation patched to ``computed``."""
+    with pytest.raises(WrongAnswer) as err:
+        checker(answer, **settings)
+    message = str(err.value)
+    assert "\n" not in message and any(name in message for name in (shown(answer), *names)), message
+    assert capsys.readouterr().out == ""
+
+
+def setting_refused(checker, setting, capsys, **settings) -> None:
+    """``checker(None, **settings)``, one setting bad, raises ValueError in one line naming it, printing nothing."""
+    with pytest.raises(ValueError) as err:
+        checker(None, **settings)
+    assert "\n" not in str(err.value) and setting in str(err.value), err.value
+    assert capsys.readouterr().out == ""
 
 
 def module(lesson):

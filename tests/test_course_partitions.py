@@ -1,7 +1,8 @@
-"""Lesson 01's checked exercise and its measure of skew."""
+"""Lesson 01's two checkers and its measure of skew."""
 import numpy as np
 import pandas as pd
 import pytest
+from test_course_answers import BAD_ANSWERS, BAD_SETTINGS, Computed, computed, refused, setting_refused
 
 from fedkit.course import WrongAnswer, partitions
 from fedkit.data import load_dataset
@@ -52,3 +53,44 @@ def test_labels_that_do_not_fit_are_the_settings_fault_not_phis(bad, message, ca
     with pytest.raises(ValueError, match=message) as err:
         partitions.check_exercise(partitions.REFERENCE_PHI, bad)
     assert not isinstance(err.value, WrongAnswer) and "φ" not in str(err.value) and capsys.readouterr().out == ""
+
+
+def test_exercise_2_the_reference_client_passes_given_and_hidden(labels, capsys):
+    partitions.check_exercise_2(partitions.REFERENCE_COUNTS, labels)
+    assert capsys.readouterr().out == "correct: a client holding all 10 classes counts as 2.00 effective classes\n"
+    partitions.check_exercise_2(np.array([80, 7] + [1] * 8), labels)  # any client of 1.9 to 2.1 classes passes
+    partitions.check_exercise_2(None, labels)
+    out = capsys.readouterr().out
+    assert out.startswith("correct: a client") and "Exercise: give the label counts of ONE client" in out
+    assert "hidden reference answer passes" in out and "850" not in out
+
+
+@pytest.mark.parametrize("counts, message", [
+    ([91] + [1] * 9, r"counts as 1.65 effective classes, fewer than 1.9: spread more"),  # one class and a thin tail
+    ([500, 400] + [10] * 8, r"counts as 2.\d\d effective classes, more than 2.1: give more of its samples to its "
+                            r"largest class"),
+    ([500, 500] + [1] * 8, r"class 2 holds 0.1% of your client's samples: every class must hold at least 1%"),
+])
+def test_exercise_2_wrong_clients_fail_with_a_hint(labels, counts, message):
+    with pytest.raises(WrongAnswer, match=message) as err:
+        partitions.check_exercise_2(counts, labels)
+    assert "850" not in str(err.value)
+
+
+@pytest.mark.parametrize("answer, names", [b[1:] for b in BAD_ANSWERS] + [([1] * 9, ()), ([1.5] * 10, ())],
+                         ids=[b[0] for b in BAD_ANSWERS] + ["nine-classes", "fractions"])
+def test_exercise_2_a_bad_answer_is_refused_before_anything_is_computed(labels, answer, names, monkeypatch, capsys):
+    monkeypatch.setattr(partitions, "effective_classes", computed)
+    refused(partitions.check_exercise_2, answer, names, capsys, labels=labels)
+
+
+@pytest.mark.parametrize("value", BAD_SETTINGS, ids=repr)
+def test_exercise_2_a_bad_setting_is_refused(value, monkeypatch, capsys):
+    monkeypatch.setattr(partitions, "effective_classes", computed)
+    setting_refused(partitions.check_exercise_2, "labels", capsys, labels=value)
+
+
+def test_exercise_2_the_patch_is_what_it_computes_with(labels, monkeypatch):
+    monkeypatch.setattr(partitions, "effective_classes", computed)
+    with pytest.raises(Computed):
+        partitions.check_exercise_2(partitions.REFERENCE_COUNTS, labels)

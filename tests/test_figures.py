@@ -15,9 +15,10 @@ def test_papermill_run_writes_png_and_csv(tmp_path, monkeypatch):
     monkeypatch.setenv("FEDKIT_FIGURES", str(tmp_path / "figures"))
     [done] = run_notebooks([TEACHING], scale="ci", output_dir=tmp_path / "executed")
     assert done.notebook == TEACHING and done.error is None and done.seconds > 0
-    assert [p.name for p in done.written] == ["client_drift.csv", "client_drift.png", "client_drift.provenance.json"]
-    assert (tmp_path / "figures" / "teaching" / "client_drift.png").stat().st_size > 10_000
-    csv = (tmp_path / "figures" / "teaching" / "client_drift.csv").read_text()
+    assert [p.name for p in done.written] == ["02_client_drift.csv", "02_client_drift.png",
+                                              "02_client_drift.provenance.json"]
+    assert (tmp_path / "figures" / "teaching" / "02_client_drift.png").stat().st_size > 10_000
+    csv = (tmp_path / "figures" / "teaching" / "02_client_drift.csv").read_text()
     assert csv.startswith("algorithm,round,w0,w1,distance_to_optimum")
     assert (tmp_path / "executed" / "teaching" / "02_client_drift.ipynb").exists()
 

@@ -4,8 +4,8 @@ without the number (``01_partitions.ipynb`` → ``fedkit.course.partitions``).
 Conventions every lesson module follows:
 
 * ``check_exercise(answer, <the notebook's settings>)`` is the notebook's first exercise, and ``check_exercise_2``
-  its second where it has one, with the same behaviour in every lesson (each hands its answer, a reference answer
-  and a judge to :func:`check`):
+  its second, with the same behaviour in every lesson (each hands its answer, a reference answer and a judge to
+  :func:`check`):
 
   - ``answer`` None, as the notebook is committed and as a student first runs it: it prints the task, a hint and how
     to answer, then checks the lesson's reference answer with the notebook's own settings without showing it or
@@ -23,6 +23,8 @@ Conventions every lesson module follows:
   anything else (nothing is printed).
 * The notebook's exercise cell is ``answer = None  # your ...`` followed by the ``check_exercise`` call, and the
   Markdown above it states the task and says that running the cell as it is shows the task again.
+* The module's docstring states each exercise ("Exercise N (kind): task") and its solution (a paragraph's last lines,
+  "Solution: ..."): the book's solutions page is built from there (``fedkit.book.solutions``).
 * Small helpers the notebook needs (a toy problem, a measure) live beside the checker, so that each notebook stays
   short and calls the kit rather than re-implementing it.
 * tests/test_course_<lesson>.py shows that each checker passes the reference answer (given, and through None) and
