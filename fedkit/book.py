@@ -166,18 +166,32 @@ def _title(nb, stem: str) -> str:
     return stem.replace("_", " ")
 
 
-def course_time(readme: str) -> str:
-    """How long a lesson takes, as the README's course paragraph says ("runs in about two minutes on ...")."""
-    match = re.search(r"^\*\*Teaching with fedkit\.\*\*.*?runs in (about [^,;.]+)", readme, flags=re.S | re.M)
-    if match is None:
-        raise FedkitError("README.md's course paragraph ('**Teaching with fedkit.**') says no time for a lesson "
-                          "('runs in about ...') for the book's syllabus")
-    return " ".join(match[1].split())
+COURSE_TIMES = "benchmarks/results/*-course_times/cpu.csv"  # benchmarks/course_times.py's measurements
 
 
-def syllabus(course: dict[str, object], duration: str) -> str:
+def lesson_times(root: Path) -> tuple[dict[str, str], str]:
+    """Each lesson's wall time at its default scale from the newest committed ``COURSE_TIMES`` file (a lesson that
+    failed there has none), and a sentence saying how it was measured; ({}, "") where none is committed."""
+    import pandas as pd
+
+    files = sorted(root.glob(COURSE_TIMES))
+    if not files:
+        return {}, ""
+    frame = pd.read_csv(files[-1])
+    times = {r.lesson: (f"{r.seconds:.0f} s" if r.seconds < 90 else f"{r.seconds / 60:.1f} min")
+             for r in frame.itertuples() if r.status == "ok"}
+    first = frame.iloc[0]
+    how = (f"Times: each lesson run once as a student first runs it (nothing cached), measured by "
+           f"`benchmarks/course_times.py` on {first['cpu']} with {first['threads']} torch thread(s), "
+           f"{str(first['started'])[:10]}, load average {str(first['load_before']).split()[0]} as it began "
+           f"(`{files[-1].relative_to(root)}`).")
+    return times, how
+
+
+def syllabus(course: dict[str, object], times: dict[str, str]) -> str:
     """The course as a Markdown table: each lesson (a link to its page), its goal (the first paragraph after its
-    title, less a leading "**Learning goal.**"), ``duration``, and the earlier lessons its text names ("lesson 2")."""
+    title, less a leading "**Learning goal.**"), its time in ``times`` ("not measured" where it has none), and the
+    earlier lessons its text names ("lesson 2")."""
     number = {stem: int(stem.split("_")[0]) for stem in course if stem.split("_")[0].isdigit()}  # NN_<lesson>
     stems = {n: stem for stem, n in number.items()}
     rows = ["| lesson | learning goal | time | builds on |", "| --- | --- | --- | --- |"]
@@ -188,7 +202,7 @@ def syllabus(course: dict[str, object], duration: str) -> str:
         earlier = sorted({int(n) for n in re.findall(r"\blesson (\d+)", text, flags=re.I)
                           if int(n) < number.get(stem, 0) and int(n) in stems})
         builds_on = ", ".join(f"[lesson {n}]({COURSE}/{stems[n]}.ipynb)" for n in earlier) or "—"
-        cells = [f"[{_title(nb, stem)}]({COURSE}/{stem}.ipynb)", goal, duration, builds_on]
+        cells = [f"[{_title(nb, stem)}]({COURSE}/{stem}.ipynb)", goal, times.get(stem, "not measured"), builds_on]
         rows.append("| " + " | ".join(" ".join(c.split()).replace("|", r"\|") for c in cells) + " |")
     return "\n".join(rows) + "\n"
 
@@ -325,7 +339,9 @@ def build(out: str | Path = "site", root: str | Path | None = None, repo: str | 
         paths = sorted((root / "notebooks" / paper).glob("*.ipynb"))
         notebooks = {p.stem: nbformat.read(p, as_version=4) for p in paths}
         if paper == COURSE:
-            lessons, answers = syllabus(notebooks, course_time(readme)), solutions(notebooks, root)
+            times, measured = lesson_times(root)
+            lessons, answers = syllabus(notebooks, times) + (f"\n{measured}\n" if measured else ""), \
+                solutions(notebooks, root)
         (docs / DOWNLOADS / paper).mkdir(parents=True)
         for path in paths:
             shutil.copy2(path, docs / DOWNLOADS / paper / path.name)

@@ -21,8 +21,8 @@ from fedkit.book import (
     build,
     committed_results,
     concepts,
-    course_time,
     lesson_module,
+    lesson_times,
     outputs_for,
     place,
     reproduction_pages,
@@ -89,16 +89,25 @@ def test_syllabus_reads_each_lessons_goal_and_the_lessons_it_names():
         "02_drift": new_notebook(cells=[new_markdown_cell("# Lesson 2 · Drift\n\nSee drift | fix it."),
                                         new_markdown_cell("As in lesson 1; lesson 3 goes on.")]),
     }
-    assert syllabus(course, "about two minutes").splitlines() == [
+    assert syllabus(course, {"01_partitions": "95 s"}).splitlines() == [
         "| lesson | learning goal | time | builds on |", "| --- | --- | --- | --- |",
-        "| [Lesson 1 · Partitions](teaching/01_partitions.ipynb) | Read a partition of $N$ clients. | about two "
-        "minutes | — |",
-        r"| [Lesson 2 · Drift](teaching/02_drift.ipynb) | See drift \| fix it. | about two minutes | "
+        "| [Lesson 1 · Partitions](teaching/01_partitions.ipynb) | Read a partition of $N$ clients. | 95 s | — |",
+        r"| [Lesson 2 · Drift](teaching/02_drift.ipynb) | See drift \| fix it. | not measured | "
         "[lesson 1](teaching/01_partitions.ipynb) |"]
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert course_time(readme).startswith("about ")  # the README's course paragraph says how long a lesson takes
-    with pytest.raises(FedkitError, match="says no time for a lesson"):
-        course_time(readme.replace("**Teaching with fedkit.**", "**Teaching.**"))
+
+
+def test_lesson_times_come_from_the_newest_committed_measurement(tmp_path):
+    assert lesson_times(tmp_path) == ({}, "")
+    for day, seconds in (("2026-01-01", 10.0), ("2026-02-01", 130.0)):
+        folder = tmp_path / "benchmarks" / "results" / f"{day}-course_times"
+        folder.mkdir(parents=True)
+        (folder / "cpu.csv").write_text("lesson,status,seconds,cpu,threads,started,load_before\n"
+                                        f"00_a,ok,{seconds},Xeon,1,{day}T00:00:00,0.50 0.4 0.3\n"
+                                        "01_b,failed: cell In [3],12.0,Xeon,1,x,0.5\n")
+    times, how = lesson_times(tmp_path)
+    assert times == {"00_a": "2.2 min"}  # the newest file; a failed lesson has no time
+    assert "2026-02-01" in how and "1 torch thread(s)" in how and "load average 0.50" in how
+    assert "benchmarks/results/2026-02-01-course_times/cpu.csv" in how
 
 
 def test_reproduction_is_its_summary_then_a_page_per_section():

@@ -372,7 +372,7 @@ def test_every_lesson_renders_its_math(browser, book, tmp_path):
 
 
 def test_home_page_holds_the_syllabus_and_links_every_notebook(browser, book):
-    from fedkit.book import course_time
+    from fedkit.book import lesson_times
 
     url, _, committed = book
     page = browser.new_page(viewport={"width": 1280, "height": 800})
@@ -384,12 +384,12 @@ def test_home_page_holds_the_syllabus_and_links_every_notebook(browser, book):
                                                         [...td.querySelectorAll('a')].map(a => a.href)]))""")
     lessons = [url + page_of(p) for p in LESSONS]
     assert [row[0][1] for row in rows] == [[lesson] for lesson in lessons], "one syllabus row per lesson, in order"
-    time = course_time((ROOT / "README.md").read_text(encoding="utf-8"))
+    times, _ = lesson_times(ROOT)
     for lesson, (_, (goal, _), (hours, _), (_, builds_on)) in zip(LESSONS, rows):
         first = markdown_cells(committed[lesson])[0]
         words = re.sub(r"\*\*Learning goal\.\*\*|[*_]", "", re.split(r"\n\s*\n", first)[1]).split()
         assert goal.split()[:3] == words[:3], f"{lesson.name}: its goal, from its first Markdown cell"
-        assert hours == time
+        assert hours == times.get(lesson.stem, "not measured")
         assert set(builds_on) <= set(lessons[:lessons.index(url + page_of(lesson))]), "it builds on earlier lessons"
     assert any(row[3][1] for row in rows), "some lesson builds on another"
     page.close()
