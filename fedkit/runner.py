@@ -134,9 +134,10 @@ class Run:
         if root is not None and archive and (archived := lookup(cfg.key())) is not None:
             self.history = archived  # not in this machine's cache: read from the committed run archive
             return
-        self.fed = fed = Federation(cfg)
         started = self.run_dir is not None and any((self.run_dir / n).exists() for n in CHECKPOINTS)
         saved = _load_checkpoint(self.run_dir) if started else _extension(cfg, root)
+        kept = _engine_of(saved) if cfg.engine == "auto" else None  # a resumed run keeps its engine: one history,
+        self.fed = fed = Federation(cfg if kept is None else cfg.replace(engine=kept))  # whatever "auto" picks now
         if saved is not None:
             self.state = FedState(**saved["state"])
             self.round_rows, self.client_rows = saved["rounds"], saved["clients"]
@@ -394,6 +395,12 @@ def _save_checkpoint(run_dir: Path, payload: dict, cfg: Config) -> None:
         path.write_bytes(hashlib.sha256(data).hexdigest().encode() + b"\n" + data)
         if current.exists():
             os.replace(current, previous)  # the previous checkpoint stays until the new one is in place
+
+
+def _engine_of(saved: dict | None) -> str | None:
+    """The engine that trained a checkpoint's last round (None: no checkpoint, or no round trained yet)."""
+    rows = saved["rounds"] if saved is not None else []
+    return next((r["engine"] for r in reversed(rows) if r.get("engine")), None)
 
 
 def _read_checkpoint(path: Path) -> dict:

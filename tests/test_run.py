@@ -107,6 +107,29 @@ def test_killed_run_resumes_to_the_same_history(tmp_path):
     assert not (tmp_path / cfg.key() / "checkpoint.pt").exists()
 
 
+def test_a_resumed_run_keeps_the_engine_its_checkpoint_trained_with(tmp_path, monkeypatch):
+    """What engine="auto" picks may change (a faster rule, a new release); a run it started does not switch engines
+    halfway: its history stays one engine's, equal to a straight run's."""
+    import fedkit.federation as federation
+
+    cfg = digits_config(rounds=4)
+    new_rule = federation.choose_engine
+    monkeypatch.setattr(federation, "choose_engine", lambda name, fm, device: "sequential")  # the rule it began under
+    whole = run(cfg, cache=False, progress=False)
+
+    def kill_at_round_2(record, w):
+        if record["round"] == 2:
+            raise Killed
+
+    with pytest.raises(Killed):
+        run(cfg, cache=tmp_path, progress=False, callbacks=(kill_at_round_2,))
+    monkeypatch.setattr(federation, "choose_engine", new_rule)
+    assert Federation(cfg).engine_name == "vectorized"  # what auto picks for a fresh run now
+    resumed = run(cfg, cache=tmp_path, progress=False)
+    assert set(resumed.rounds["engine"].dropna()) == {"sequential"}
+    pd.testing.assert_frame_equal(results(whole), results(resumed), check_exact=True)
+
+
 def test_finished_run_is_loaded_from_the_cache(tmp_path, monkeypatch):
     cfg = digits_config(rounds=2)
     first = run(cfg, cache=tmp_path, progress=False)
