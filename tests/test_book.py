@@ -152,8 +152,11 @@ def checkout(tmp_path):
     (root / "notebooks" / "teaching").mkdir(parents=True)
     nbformat.write(new_notebook(cells=[new_markdown_cell("# One")]), root / "notebooks" / "teaching" / "one.ipynb")
     (root / "figures").mkdir()
-    (root / "README.md").write_text("**Teaching with fedkit.** Each runs in about a minute.\n\n"
-                                    "## Concepts\nThe kit.\n## Next\n")
+    (root / "README.md").write_text("## Concepts\nThe kit.\n## Next\n")
+    times = root / "benchmarks" / "results" / "2026-01-01-course_times"
+    times.mkdir(parents=True)
+    (times / "cpu.csv").write_text("lesson,status,seconds,cpu,threads,started,load_before\n"
+                                   "one,ok,61.0,Xeon,1,2026-01-01T00:00:00,0.1 0.1 0.1\n")
     (root / "REPRODUCTION.md").write_text("# Reproduction\n")
     return root
 
@@ -210,7 +213,8 @@ def test_a_build_gives_mkdocs_the_notebooks_links_math_and_navigation(checkout, 
     assert [Path(hook).name for hook in config["hooks"]] == ["book_hooks.py"] and Path(config["hooks"][0]).is_file()
     assert [list(entry)[0] for entry in config["nav"]] == ["Home", "Course", "Concepts", "Reproduction", "Solutions"]
     index = (docs / "index.md").read_text()
-    assert "| [One](teaching/one.ipynb) |  | about a minute | — |" in index and "(solutions.md)" in index
+    assert "| [One](teaching/one.ipynb) |  | 61 s | — |" in index and "(solutions.md)" in index
+    assert "`benchmarks/results/2026-01-01-course_times/cpu.csv`" in index  # how the times were measured
     assert (docs / "solutions.md").read_text().startswith("# Solutions\n")  # "one" imports no checkers: no exercise
 
 
