@@ -45,7 +45,7 @@ def test_target_table_by_hand(histories):
     assert list(t.columns) == [  # the Table V CSV's columns (less "fedkit"), with "vs_<baseline>_time"
         "dataset", "data used", "method", "target", "rounds", "final_accuracy", "final_accuracy_z", "diverged",
         "ended_early", "rounds_to_target", "time_to_target", "round_seconds_median", "round_seconds_mean",
-        "round_seconds_std", "paper", "fedkit", "vs_a_time", "time_mark"]
+        "round_seconds_std", "paper", "paper_accuracy", "fedkit", "vs_a_time", "time_mark"]
     assert list(zip(t["dataset"], t["method"])) == list(histories)  # the histories' order
     t = t.set_index(["dataset", "method"])
     assert list(t["target"]) == [0.4, 0.4, 0.6, 0.6, 0.6, 0.6]
