@@ -90,16 +90,20 @@ class Killed(Exception):
     pass
 
 
+def killed_at(round_: int):
+    """A run callback that kills the run as round ``round_`` is logged (its checkpoint of the round before stays)."""
+    def kill(record, w):
+        if record["round"] == round_:
+            raise Killed
+    return kill
+
+
 def test_killed_run_resumes_to_the_same_history(tmp_path):
     cfg = digits_config(algorithm="scaffold", rounds=5)
     whole = run(cfg, cache=False, progress=False)
 
-    def kill_at_round_3(record, w):
-        if record["round"] == 3:
-            raise Killed
-
     with pytest.raises(Killed):
-        run(cfg, cache=tmp_path, progress=False, callbacks=(kill_at_round_3,))
+        run(cfg, cache=tmp_path, progress=False, callbacks=(killed_at(3),))
     assert (tmp_path / cfg.key() / "checkpoint.pt").exists()
     resumed = run(cfg, cache=tmp_path, progress=False)
     pd.testing.assert_frame_equal(results(whole), results(resumed), check_exact=True)
@@ -117,12 +121,8 @@ def test_a_resumed_run_keeps_the_engine_its_checkpoint_trained_with(tmp_path, mo
     monkeypatch.setattr(federation, "choose_engine", lambda name, fm, device: "sequential")  # the rule it began under
     whole = run(cfg, cache=False, progress=False)
 
-    def kill_at_round_2(record, w):
-        if record["round"] == 2:
-            raise Killed
-
     with pytest.raises(Killed):
-        run(cfg, cache=tmp_path, progress=False, callbacks=(kill_at_round_2,))
+        run(cfg, cache=tmp_path, progress=False, callbacks=(killed_at(2),))
     monkeypatch.setattr(federation, "choose_engine", new_rule)
     assert Federation(cfg).engine_name == "vectorized"  # what auto picks for a fresh run now
     resumed = run(cfg, cache=tmp_path, progress=False)
@@ -304,12 +304,8 @@ def test_only_a_finished_run_counts_for_another_device_and_its_own_checkpoint_st
     from fedkit.runner import finished_run
     cfg = digits_config(rounds=4)
 
-    def kill_at_round_2(record, w):
-        if record["round"] == 2:
-            raise Killed
-
     with pytest.raises(Killed):
-        run(cfg, cache=tmp_path, progress=False, callbacks=(kill_at_round_2,))
+        run(cfg, cache=tmp_path, progress=False, callbacks=(killed_at(2),))
     monkeypatch.setenv("FEDKIT_CACHED_ON", "cpu")
     assert finished_run(cfg.replace(device="cuda"), tmp_path) is None  # a checkpoint is not a result
     monkeypatch.setenv("FEDKIT_CACHED_ON", "cuda")  # nothing there: the CPU run resumes as before
@@ -331,12 +327,8 @@ def test_rounds_left_reads_the_cache_without_changing_it(tmp_path, monkeypatch):
     cfg = digits_config(rounds=4)
     assert rounds_left(cfg, tmp_path) == 4  # nothing cached
 
-    def kill_at_round_3(record, w):
-        if record["round"] == 3:
-            raise Killed
-
     with pytest.raises(Killed):
-        run(cfg, cache=tmp_path, progress=False, callbacks=(kill_at_round_3,))
+        run(cfg, cache=tmp_path, progress=False, callbacks=(killed_at(3),))
     entry = tmp_path / cfg.key()
     assert rounds_left(cfg, tmp_path) == 1  # the newest checkpoint: round 3
     newest = (entry / "checkpoint.pt").read_bytes()
