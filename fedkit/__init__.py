@@ -1,7 +1,14 @@
 """fedkit: a small, exact, fast PyTorch kit for federated learning on non-IID data."""
 __version__ = "0.2.0"
 
+import os  # noqa: E402
 import time  # noqa: E402
+
+# OpenMP's threads spin between parallel regions by default: beside other jobs on a 2-core CPU a 2-thread round then
+# took 3.3x a 1-thread one, and sleeping instead cost 2 % on the idle machine (benchmarks/results/2026-11-28-threads/).
+# OpenMP reads it when its runtime starts, so it holds for this process if that has not happened yet, and for the
+# processes it starts (precompute workers, notebook kernels); a value the user set wins.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 IMPORTED_AT = time.time()  # a figure's provenance gives the seconds since, about its notebook's wall time
 
