@@ -128,6 +128,22 @@ def test_cuda_graphs_dry_run_writes_the_machine(tmp_path):
     refused("cuda_graphs.py", out, *args)
 
 
+@pytest.mark.shared_data
+def test_threads_writes_one_row_per_setting(tmp_path):
+    out = tmp_path / "threads.csv"
+    args = ["--passes", "1", "--local-steps", "1", "--beside", "the test suite"]
+    ok(bench("threads.py", *args, "--out", out, timeout=300))
+    rows = read(out)
+    assert [(r["torch_threads"], r["omp_wait_policy"]) for r in rows] == [("1", "(default)"), ("2", "(default)"),
+                                                                          ("2", "PASSIVE")]
+    for row in rows:
+        machine_filled(row)
+        positive(row, "median_s_per_round", "vs_1_thread", "passes_s")
+        assert (row["beside"], row["local_steps"], row["seeds_stacked"]) == ("the test suite", "1", "2")
+    assert float(rows[0]["vs_1_thread"]) == 1.0
+    refused("threads.py", out, *args)
+
+
 def test_the_default_path_is_dated_per_benchmark_and_device():
     sys.path.insert(0, str(ROOT / "benchmarks"))
     try:
