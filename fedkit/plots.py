@@ -47,7 +47,7 @@ def bars(table: pd.DataFrame, column: str, ylabel: str, title: str, labels: str 
     right-hand axis of its own (below paper scale the scales differ: only orderings compare).
 
     Several rows per (data set, method), e.g. one per seed: the bar is their mean (NaN rows left out), each row a
-    black dot, a whisker ± their standard deviation (ddof 1), the text their ``labels`` joined by '/' where they
+    black dot, a whisker ± their standard deviation (ddof 1), the text their ``labels`` one above another where they
     differ (an empty one as '–'), red where any of them is missing."""
     methods = table["method"].unique()
     colors = plt.cm.tab10(np.arange(len(methods)))
@@ -68,12 +68,15 @@ def bars(table: pd.DataFrame, column: str, ylabel: str, title: str, labels: str 
             tops = np.array([max(h + e, v.max() if v.notna().any() else 0.0)
                              for h, e, v in zip(heights, spread, values)])
         if labels is not None:
+            lines = 1
             for i, (r, v) in enumerate(zip(rows, values)):
                 texts = [str(t) if str(t) else "–" for t in r[labels].fillna("")]
-                text = texts[0] if len(set(texts)) == 1 else "/".join(texts)
+                text = texts[0] if len(set(texts)) == 1 else "\n".join(texts)
                 text = "" if text == "–" else text
-                ax.text(i, tops[i], text, ha="center", va="bottom", fontsize=7,
+                lines = max(lines, text.count("\n") + 1)
+                ax.text(i, tops[i], text, ha="center", va="bottom", fontsize=7, linespacing=0.9,
                         color="r" if v.isna().any() else "k")
+            ax.set_ylim(top=max(ax.get_ylim()[1], np.nanmax(tops) * (1.05 + 0.07 * lines)))  # room for the texts
         if line is not None:
             ax.axhline(part[line].mean(), color="k", lw=0.8, ls=":")
         if reference is not None:

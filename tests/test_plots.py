@@ -175,7 +175,7 @@ def test_bars_over_seeds_draw_the_mean_each_seed_and_the_spread():
     assert [p.get_height() for p in ax.patches] == [2.0, 4.0]  # the mean over the seeds, NaN left out
     dots = [list(line.get_ydata()) for line in ax.lines if line.get_marker() == "o"]
     assert dots == [[1.0, 2.0, 3.0], [4.0]]
-    assert [t.get_text() for t in ax.texts] == ["(1)", "–/×"]  # the same label once; differing ones joined
+    assert [t.get_text() for t in ax.texts] == ["(1)", "–\n×"]  # the same label once; differing ones stacked
     assert [mcolors.to_hex(t.get_color()) for t in ax.texts] == ["#000000", "#ff0000"]  # red: a seed missing
     assert ax.texts[0].get_position()[1] == 3.0  # above the mean + std (2 + 1) and the highest seed
     target = [line for line in ax.lines if line.get_linestyle() == ":"]

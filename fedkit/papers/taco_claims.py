@@ -37,11 +37,7 @@ NAMES = {"adult": "adult", "fmnist": "FMNIST", "cifar10": CIFAR10_SUBSET,
 ADULT = "adult_paper_settings_accuracy.csv"
 ADULT_ITEM = "adult at the paper's settings (N = 20, K = 100, η_l = 0.01, T = 50, Dir(0.5)), final accuracy %"
 # seed_budget(seeds held, the 3-seed listing's `--plan` minutes on the loaded CPU, on an idle one): ledger.PLAN_RUN
-_LABEL_GROUPS = seed_budget(1, 114.4, 42.6)
 FEW_SEEDS = {  # why a small-scale CSV holds fewer than 3 seeds: each notebook now runs 3 and waits for that render
-    **{f"{kind}_label_groups.csv": _LABEL_GROUPS
-       for kind in ("table5_round_to_accuracy", "fig4_time_to_target", "fig5_time_per_round")},
-    "fig2_re_evaluation.csv": _LABEL_GROUPS,
     "fig7_gamma_sensitivity.csv": seed_budget(1, 122.7, 47.0),
     "table7_scalability.csv": seed_budget(1, 116.7, 41.4),
     "table8_freeloader_detection_seeds.csv": seed_budget(1, 123.5, 48.6),  # λ = T/10, T/2 held 1 seed (T/5: 3)
