@@ -673,6 +673,9 @@ def main(argv: list[str] | None = None) -> int:
     except FedkitError as err:
         print(f"fedkit: error: {' '.join(str(err).splitlines())}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C: one line, not a traceback (finished rounds stay checkpointed in the cache)
+        print("fedkit: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -235,3 +235,16 @@ def test_ledger_refuses_a_checkout_other_than_the_one_it_runs_from(tmp_path, mon
     assert main(["ledger"]) == 2
     assert capsys.readouterr().err == (f"fedkit: error: fedkit ledger needs figures and REPRODUCTION.md in the "
                                        f"checkout {tmp_path / 'same' / 'repo'}\n")
+
+
+def test_an_interrupt_ends_any_command_in_one_line_with_status_130(monkeypatch, capsys):
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(fedkit.cli, "cmd_list", interrupted)
+    try:
+        status = fedkit.cli.main(["list", "algorithms"])
+    except KeyboardInterrupt:
+        pytest.fail("the interrupt left main as a traceback")
+    assert status == 130
+    assert capsys.readouterr().err == "fedkit: interrupted\n"
