@@ -36,16 +36,19 @@ group = next(g for g in groups if g.configs[0].dataset == "fashion_mnist" and g.
 configs = [c.replace(rounds=1, local_epochs=None, local_steps=int(sys.argv[2])) for c in group.configs[1:]]
 start = time.perf_counter()
 run_together(configs, progress=False, cache=False)
-print(time.perf_counter() - start)
+print(time.perf_counter() - start, len(configs))
 """
 
-def one_pass(threads: int, wait: str | None, local_steps: int) -> float:
+
+def one_pass(threads: int, wait: str | None, local_steps: int) -> tuple[float, int]:
+    """One round's seconds in a fresh process, and how many seeds it stacked."""
     env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "OMP_NUM_THREADS")}
     if wait is not None:
         env["OMP_WAIT_POLICY"] = wait
     out = subprocess.run([sys.executable, "-c", ONE_ROUND, str(threads), str(local_steps)], env=env, check=True,
                          capture_output=True, text=True, cwd=Path(__file__).resolve().parent.parent)
-    return float(out.stdout.split()[-1])
+    seconds, seeds = out.stdout.split()[-2:]
+    return float(seconds), int(seeds)
 
 
 def main() -> None:
@@ -64,11 +67,12 @@ def main() -> None:
     names = list(SETTINGS)
     for p in range(args.passes):
         for name in names[p % len(names):] + names[:p % len(names)]:
-            times[name].append(one_pass(*SETTINGS[name], args.local_steps))
+            seconds, seeds = one_pass(*SETTINGS[name], args.local_steps)
+            times[name].append(seconds)
             print(f"pass {p}: {name}: {times[name][-1]:.2f} s", flush=True)
     base = statistics.median(times["1 thread"])
     rows = [{"setting": name, "torch_threads": SETTINGS[name][0], "omp_wait_policy": SETTINGS[name][1] or "(default)",
-             "beside": args.beside, "local_steps": args.local_steps, "seeds_stacked": 2,
+             "beside": args.beside, "local_steps": args.local_steps, "seeds_stacked": seeds,
              "median_s_per_round": round(statistics.median(t), 3), "vs_1_thread": round(statistics.median(t) / base, 3),
              "passes_s": _results.passes(t), **_results.machine_columns("cpu", load)} for name, t in times.items()]
     _results.write_csv(out, rows)
