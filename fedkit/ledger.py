@@ -44,7 +44,8 @@ ALPHA = 0.125  # the sign test's level: the chance that 3 of 3 seeds agree when 
 SMALL_BUDGET_MINUTES = 60  # a notebook's small-scale runs on the 2-core CPU, 1 torch thread (its plan, idle CPU)
 SCALES = ("small", "paper")
 PAPERS = ("taco", "feddual", "fadamgc", "drag", "peers")
-GPU_MISSING = "paper scale not run yet (`fedkit figures --scale paper --plan` lists its runs)"
+WAITING = "paper scale not run yet"  # how every reason of a claim whose paper-scale data is here begins
+GPU_MISSING = f"{WAITING} (`fedkit figures --scale paper --plan` lists its runs)"
 
 
 # ---- measures: a committed CSV -> one value per (seed, quantity) ------------------------------------------------
@@ -408,6 +409,33 @@ def with_few_seeds(claims: list[Claim], reasons: dict[str, str]) -> list[Claim]:
             if c.measure is not None and c.measure.source in reasons else c for c in claims]
 
 
+# The `fedkit figures --scale paper --plan` the paper-scale "not run" reasons cite: the 2-core CPU idle (the campaign's
+# jobs paused), probes at 2 torch threads, local training only (benchmarks/results/2026-11-28-paper-plan/plan.txt)
+PAPER_PLAN_RUN = "2026-11-28"
+
+
+def paper_plan(runs: int, minutes: float, missing: str = "", not_predicted: int = 0) -> str:
+    """Why a paper-scale CSV is not run, from the plan of ``PAPER_PLAN_RUN``: its notebook's ``runs`` runs left whose
+    data is here would take ``minutes`` of local training on the idle 2-core CPU; its other ``not_predicted`` runs
+    need ``missing``, data this machine lacks (with no run on data here, the reason is that data)."""
+    lacking = f"{not_predicted} runs need {missing}, not offline here (not predicted)"
+    if not runs:
+        return f"{missing}: not offline here, for its notebook's {not_predicted} paper-scale runs (not predicted)"
+    plan = (f"{WAITING}: its notebook's {runs} runs with data here ≈ {minutes / 60:,.1f} h of local training on the "
+            f"idle 2-core CPU (`fedkit figures --scale paper --plan`, {PAPER_PLAN_RUN})")
+    return f"{plan}; {lacking}" if missing else plan
+
+
+def with_paper_plan(claims: list[Claim], reasons: dict[str, str]) -> list[Claim]:
+    """``claims`` with each one that waits only for a paper-scale run (``GPU_MISSING``) carrying the reason keyed by
+    its id or, failing that, by its paper-scale CSV's file name (``paper_plan``)."""
+    def reason(c: Claim) -> str | None:
+        measure = measure_at(c, "paper")
+        return reasons.get(c.id, reasons.get(measure.source) if measure is not None else None)
+    return [dataclasses.replace(c, paper_missing=reason(c)) if c.paper_missing == GPU_MISSING and reason(c) else c
+            for c in claims]
+
+
 CIFAR10_SUBSET = "CIFAR-10 (small: 4k subset)"  # how an item names CIFAR-10 rows that run its real 4k subset at small
 
 
@@ -693,7 +721,7 @@ def _evidence(row) -> str:
     if row["verdict"] == "not comparable":
         return "the runs do not learn"
     if row["verdict"] == "not run":
-        return "its runs wait" if first.startswith(GPU_MISSING) else first.split(" (")[0]
+        return "its runs wait" if first.startswith(WAITING) else first.split(" (")[0]
     return first
 
 
@@ -705,7 +733,7 @@ def _coverage(root: Path, rows: pd.DataFrame) -> tuple[str, str]:
     devices = sorted({d for r in renders for d in r.get("devices", [])})
     seeds = sorted({len(r.get("seeds", [])) for r in renders})
     waits = rows[rows["verdict"] == "not run"]
-    pending = int(waits["why"].str.startswith(GPU_MISSING).sum())
+    pending = int(waits["why"].str.startswith(WAITING).sum())
     span = str(seeds[0]) if len(seeds) == 1 else f"{seeds[0]}–{seeds[-1]}" if seeds else ""
     ran = f"{len(renders)} CSVs, {' + '.join(devices)}, {span} seeds" if renders else "none"
     return ran, f"{pending} / {len(waits) - pending}"

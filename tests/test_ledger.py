@@ -253,6 +253,24 @@ def test_cifar10_rows_say_the_full_set_is_not_offline_at_paper_scale(tmp_path):
     assert mnist.paper_missing == ledger.GPU_MISSING
 
 
+def test_paper_plan_reasons_replace_only_the_generic_wait_by_id_first(tmp_path):
+    rows = [Claim("x-fmnist", "feddual", "item", "claim", "paper", Measure("t.csv", "v"), Best("A")),
+            Claim("x-cifar", "feddual", "item", "claim", "paper", Measure("t.csv", "v"), Best("A")),
+            Claim("x-other", "feddual", "item", "claim", "paper", Measure("u.csv", "v"), Best("A")),
+            Claim("x-gone", "feddual", "item", "claim", "paper", Measure("t.csv", "v"), Best("A"),
+                  paper_missing="SVHN is not offline")]
+    here, gone = ledger.paper_plan(23, 479.3), ledger.paper_plan(0, 0, "CIFAR-10", 6)
+    fmnist, cifar, other, kept = ledger.with_paper_plan(rows, {"t.csv": here, "x-cifar": gone})
+    assert ledger.decide(fmnist, "paper", tmp_path).reason == (
+        "paper scale not run yet: its notebook's 23 runs with data here ≈ 8.0 h of local training on the idle 2-core "
+        f"CPU (`fedkit figures --scale paper --plan`, {ledger.PAPER_PLAN_RUN})")
+    assert cifar.paper_missing == "CIFAR-10: not offline here, for its notebook's 6 paper-scale runs (not predicted)"
+    assert other.paper_missing == ledger.GPU_MISSING and kept.paper_missing == "SVHN is not offline"
+    both = ledger.paper_plan(33, 291.5, "CIFAR-10", 15)
+    assert both.startswith(ledger.WAITING)
+    assert both.endswith("; 15 runs need CIFAR-10, not offline here (not predicted)")
+
+
 def test_ledger_summary_fits_a_screen_and_lists_every_headline():
     text = (REPO / "REPRODUCTION.md").read_text(encoding="utf-8")
     begin, end = ledger.BEGIN.format(paper=ledger.SUMMARY), ledger.END.format(paper=ledger.SUMMARY)

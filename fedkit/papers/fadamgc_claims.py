@@ -23,8 +23,10 @@ from ..ledger import (
     Threshold,
     Within,
     headlines,
+    paper_plan,
     seed_budget,
     with_few_seeds,
+    with_paper_plan,
 )
 from . import fadamgc as P
 
@@ -317,5 +319,13 @@ CLAIMS = [
             "GC gains a steadier improvement over NT as the sampling rate grows", None, None, missing=CIFAR100)
       for n, k in ((5, 20), (6, 50))],
 ]
-CLAIMS = headlines(with_few_seeds(CLAIMS, FEW_SEEDS), "fadamgc-table2-rounds-vs-localadam",
+# Why each paper-scale CSV is not run (paper_plan: its notebook's runs, from ledger.PAPER_PLAN_RUN's plan); every image
+# row runs 3,000 rounds on data that is not here, so no paper-scale run of FAdamGC can be predicted on this machine
+CIFAR, CIFARS = "CIFAR-10", "CIFAR-10 and CIFAR-100"
+IMAGES = "CIFAR-10, CIFAR-100 and Tiny ImageNet"
+PAPER_PLAN = {FIG3: paper_plan(0, 0, CIFAR, 48), GAPS: paper_plan(0, 0, CIFAR, 48), FIG4: paper_plan(0, 0, CIFAR, 44),
+              FIGS5_8: paper_plan(0, 0, CIFARS, 144), TABLE2: paper_plan(0, 0, IMAGES, 84),
+              TABLE3: paper_plan(0, 0, IMAGES, 60),
+              LANGUAGE: paper_plan(0, 0, "QNLI, QQP and GPT-2's tokenizer (the Hugging Face hub)", 112)}
+CLAIMS = headlines(with_few_seeds(with_paper_plan(CLAIMS, PAPER_PLAN), FEW_SEEDS), "fadamgc-table2-rounds-vs-localadam",
                    "fadamgc-fig3-gc-ahead-at-0.1")

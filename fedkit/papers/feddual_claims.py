@@ -10,7 +10,21 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from ..ledger import PLAN_RUN, Best, Claim, Gap, Measure, Monotone, Order, Rule, headlines, seed_budget, with_few_seeds
+from ..ledger import (
+    PLAN_RUN,
+    Best,
+    Claim,
+    Gap,
+    Measure,
+    Monotone,
+    Order,
+    Rule,
+    headlines,
+    paper_plan,
+    seed_budget,
+    with_few_seeds,
+    with_paper_plan,
+)
 from .feddual import ABLATION, ABLATION_TABLES, METHODS, TABLE1
 
 # Both notebooks now run 3 seeds on the CIFAR-10 substitute (seed_budget: seeds held, the 3-seed listing's `--plan`
@@ -239,5 +253,20 @@ CLAIMS = [
     *amplified_claims("fmnist", "Fig. 2"),
     *amplified_claims("cifar10", "Fig. 6"),
 ]
-CLAIMS = headlines(with_few_seeds(CLAIMS, FEW_SEEDS), "feddual-t1-fmnist-best", "feddual-t1-fmnist-vs-fedavg",
-                   "feddual-t2-both-best")
+# Why each paper-scale CSV is not run (paper_plan: its notebook's runs left, from ledger.PAPER_PLAN_RUN's plan)
+TABLE1_LEFT, CIFARS = paper_plan(23, 479.3), "CIFAR-10 and CIFAR-100"
+PAPER_PLAN = {"table1_fmnist.csv": TABLE1_LEFT, "fig4_rounds_to_target.csv": TABLE1_LEFT,
+              "table1_cifar10.csv": paper_plan(0, 0, CIFARS, 54), "table1_cifar100.csv": paper_plan(0, 0, CIFARS, 54),
+              "feddual-fig4-cifar10-fastest": paper_plan(0, 0, CIFARS, 54),
+              "table2_ablation_fmnist.csv": paper_plan(10, 207.8),
+              "table3_ablation_cifar10.csv": paper_plan(0, 0, CIFARS, 22),
+              "table4_ablation_cifar100.csv": paper_plan(0, 0, CIFARS, 22),
+              "fig5_layer_sets_seeds.csv": paper_plan(11, 228.7),
+              "fig9_fig10_eps_seeds.csv": paper_plan(29, 604.6),
+              "fig11_fig12_iterations_seeds.csv": paper_plan(29, 604.6),
+              "fig13_fig14_heterogeneity_seeds.csv": paper_plan(131, 2734.6),
+              "fig1_fig7_sharpness.csv": paper_plan(5, 103.4),
+              "fig2_fig6_norm_ratios.csv": paper_plan(4, 83.5),
+              **{f"feddual-fig6-output-{k}": paper_plan(0, 0, "CIFAR-10", 6) for k in ("amplified", "most")}}
+CLAIMS = headlines(with_few_seeds(with_paper_plan(CLAIMS, PAPER_PLAN), FEW_SEEDS), "feddual-t1-fmnist-best",
+                   "feddual-t1-fmnist-vs-fedavg", "feddual-t2-both-best")
