@@ -128,6 +128,24 @@ def test_cuda_graphs_dry_run_writes_the_machine(tmp_path):
     refused("cuda_graphs.py", out, *args)
 
 
+@pytest.mark.parametrize("notebook, engine", [
+    ("taco/fig1_fig3_toy", "sequential"),  # a quadratic toy: no data root needed
+    pytest.param("feddual/table2_fig8_ablation", "vectorized", marks=pytest.mark.shared_data)])
+def test_plan_engines_writes_auto_beside_sequential_per_notebook(tmp_path, notebook, engine):
+    out = tmp_path / "plan.csv"
+    args = [f"notebooks/{notebook}.ipynb", "--scale", "ci"]
+    ok(bench("plan_engines.py", *args, "--out", out, timeout=300))
+    [row] = read(out)
+    machine_filled(row)
+    assert (row["notebook"], row["auto_engine"], row["scale"]) == (notebook, engine, "ci") and int(row["runs"]) > 0
+    positive(row, "auto_minutes", "sequential_minutes", "ratio")
+    saved = float(row["sequential_minutes"]) - float(row["auto_minutes"])
+    assert float(row["minutes_saved"]) == pytest.approx(saved, abs=0.002)
+    if engine == "sequential":
+        assert float(row["ratio"]) == 1.0
+    refused("plan_engines.py", out, *args)
+
+
 @pytest.mark.shared_data
 def test_threads_writes_one_row_per_setting(tmp_path):
     out = tmp_path / "threads.csv"
