@@ -28,12 +28,15 @@ FOLDER = "runs"
 
 
 def write(folder: Path, notebook: str, histories: dict[str, History]) -> Path | None:
-    """Archive ``histories`` (by config key) as ``folder/runs/<notebook>.parquet`` (and its clients file), replacing
-    what an earlier render of that notebook wrote there; nothing when there is no run."""
+    """Archive ``histories`` (by config key) in ``folder/runs/<notebook>.parquet`` (and its clients file), beside the
+    runs an earlier render of that notebook archived there (a run of the same key replaced): a render of one slice or
+    parametrisation (``-p``) keeps the others'; nothing when there is no run."""
     if not histories:
         return None
     target = folder / FOLDER
     target.mkdir(parents=True, exist_ok=True)
+    path = target / f"{notebook}.parquet"
+    histories = {**(read(path) if path.exists() else {}), **histories}
     runs = {key: {"config": h.config, "diverged": h.diverged, "ended_early": h.ended_early,
                   "provenance": {k: v for k, v in h.provenance.items() if k != "archive"},
                   "rounds": list(h.rounds.columns), "clients": list(h.clients.columns)}
@@ -43,7 +46,6 @@ def write(folder: Path, notebook: str, histories: dict[str, History]) -> Path | 
     table = pa.Table.from_pandas(rounds, preserve_index=False)
     table = table.replace_schema_metadata({**(table.schema.metadata or {}),
                                            META: json.dumps(runs, default=str).encode()})
-    path = target / f"{notebook}.parquet"
     with replacing(path.with_suffix(".clients.parquet")) as tmp:
         clients.to_parquet(tmp, index=False, compression="zstd")
     with replacing(path) as tmp:  # last: its metadata names the runs

@@ -37,6 +37,19 @@ def test_archived_runs_read_back_equal_with_their_training_provenance(tmp_path):
     assert archive.write(tmp_path / "empty", "nb", {}) is None
 
 
+def test_a_second_render_keeps_the_runs_of_the_first_and_replaces_a_run_of_the_same_key(tmp_path):
+    a, b = digits_config(seed=0), digits_config(seed=1)
+    ha, hb = run_together([a, b], cache=tmp_path / "cache", progress=False)
+    path = archive.write(tmp_path / "figures", "nb", {a.key(): ha})  # e.g. the stand-in's render
+    archive.write(tmp_path / "figures", "nb", {b.key(): hb})  # then another parametrisation of the same notebook
+    assert sorted(archive.read(path)) == sorted([a.key(), b.key()])
+    shorter = hb.rounds.iloc[:1]
+    archive.write(tmp_path / "figures", "nb", {b.key(): archive.Archived(hb.config, shorter, hb.clients, False, False)})
+    back = archive.read(path)
+    pd.testing.assert_frame_equal(back[b.key()].rounds, shorter)
+    pd.testing.assert_frame_equal(back[a.key()].rounds, ha.rounds)
+
+
 def test_a_run_missing_from_the_cache_is_read_from_the_archive_without_training(tmp_path, monkeypatch):
     cfg = digits_config(rounds=2)
     trained = run(cfg, cache=tmp_path / "cache", progress=False)
