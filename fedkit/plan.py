@@ -35,6 +35,7 @@ class NotebookPlan:
     unpredicted: int = 0  # runs whose data is missing
     finished: int = 0  # runs the cache holds finished (on the target device or one of ``runner.cached_devices()``)
     part_way: int = 0  # runs the cache holds a checkpoint of: their rounds left are counted
+    archived: int = 0  # runs the cache lacks and the committed run archive holds: a render reads them, no training
 
 
 def listed_runs(notebook: Path, scale: str, seed: int = 0, device: str = "cpu") -> tuple[dict[str, Config] | None, str]:
@@ -148,14 +149,16 @@ class Planner:
         return cfg.local_epochs * math.ceil(samples / cfg.batch_size)
 
     def notebook(self, notebook: Path, scale: str, seed: int, match: str | None = None) -> NotebookPlan:
-        from .runner import rounds_left
+        from .runner import default_cache, finished_run, rounds_left
 
         runs, note = matching_runs(notebook, scale, seed, self.target, match)
         out = NotebookPlan(notebook, runs, note)
         for cfg in {c.key(): c for c in (runs or {}).values()}.values():
             left = rounds_left(cfg)
             if left == 0:
-                out.finished += 1
+                in_cache = finished_run(cfg, default_cache(), archived=False) is not None
+                out.finished += in_cache
+                out.archived += not in_cache
                 continue
             out.part_way += left < cfg.rounds
             why = self.missing(cfg)
@@ -194,7 +197,8 @@ def _span(values) -> str:
 
 
 def _cached(p: NotebookPlan) -> str:
-    parts = [f"{p.finished} done"] * bool(p.finished) + [f"{p.part_way} part-way"] * bool(p.part_way)
+    parts = [f"{p.finished} done"] * bool(p.finished) + [f"{p.part_way} part-way"] * bool(p.part_way) + \
+        [f"{p.archived} archived"] * bool(p.archived)
     return ", ".join(parts) or "-"
 
 
@@ -231,11 +235,13 @@ def print_plan(plans: list[NotebookPlan], planner: Planner, scale: str, seconds:
     if where != planner.target:
         where += f" (no CUDA device here: these are CPU minutes, not {planner.target} minutes)"
     print(f"\n{scale} scale: {sum(len({c.key() for c in p.runs.values()}) for p in plans if p.runs)} runs "
-          f"({sum(p.finished for p in plans)} finished in the cache, {sum(p.part_way for p in plans)} part-way), "
+          f"({sum(p.finished for p in plans)} finished in the cache, {sum(p.part_way for p in plans)} part-way, "
+          f"{sum(p.archived for p in plans)} only in the committed run archive), "
           f"{total:.1f} predicted minutes left for those with data ({unpredicted} on missing or unfit data: none)",
           file=file)
-    print(f"minutes: local training only (no evaluation, a run finished in the cache counted 0 and a part-way one by "
-          f"its rounds left, seeds counted one by one), "
+    print(f"minutes: local training only (no evaluation, a run finished in the cache or archived counted 0 (a "
+          f"notebook that reads an archived run's model trains it) and a part-way one by its rounds left, seeds "
+          f"counted one by one), "
           f"extrapolated as rounds × local steps × clients per round from {len(planner.steps)} probes of FedAvg's "
           f"local steps per (data, model, batch, optimizer, engine, clients) measured on {where}; probes "
           f"{planner.probe_seconds:.0f} s, plan {seconds:.0f} s; load average up to {planner.load:.1f} on "

@@ -72,6 +72,22 @@ def test_plan_subtracts_what_the_run_cache_holds(tmp_path, monkeypatch):
     assert only.minutes == 0
 
 
+def test_plan_counts_a_run_only_the_committed_archive_holds_as_nothing_to_train(tmp_path, monkeypatch):
+    from fedkit import archive
+
+    monkeypatch.setenv("FEDKIT_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("FEDKIT_FIGURES", str(tmp_path / "figures"))
+    archive.index.cache_clear()
+    planner = Planner("cpu")
+    before = planner.notebook(DRIFT, "ci", 0)
+    cfg = drag.runs(DRIFT.stem, "ci")["fig3a/FedAvg/seed 0"]
+    archive.write(tmp_path / "figures" / "drag", DRIFT.stem, {cfg.key(): run(cfg, cache=False, progress=False)})
+    after = planner.notebook(DRIFT, "ci", 0)
+    assert (before.archived, after.archived, after.finished) == (0, 1, 0)
+    engine = next(iter(before.engines))
+    assert after.minutes == pytest.approx(before.minutes - planner.minutes(cfg, engine))
+
+
 def test_plan_names_missing_data_without_downloading(tmp_path, monkeypatch):
     monkeypatch.setenv("FEDKIT_DATA", str(tmp_path))  # an empty data root
     monkeypatch.setenv("FEDKIT_DOWNLOAD", "1")  # the plan downloads nothing, even where allowed
