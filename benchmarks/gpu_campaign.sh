@@ -4,7 +4,7 @@
 # '<paper>/<notebook>/<label>' matches) into the run cache with --precompute until MINUTES, then the cache packed for
 # the next machine, then the paper-scale plan with GPU-measured probes. Needs FEDKIT_DATA; writes into OUT. Cache
 # entries carried as .gpu/cache (an earlier job's cache_ckpt unpacked) resume where that job stopped.
-#   OUT=/tmp/out CLOCK=fmnist MINUTES=6.5 WORKERS=6 benchmarks/gpu_campaign.sh \
+#   OUT=/tmp/out GRAPHS=1 CLOCK=fmnist MINUTES=6.5 WORKERS=6 benchmarks/gpu_campaign.sh \
 #     notebooks/taco/table5_fig2_fig4_fig5_label_groups.ipynb ...
 set -uo pipefail
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1
@@ -14,6 +14,11 @@ mkdir -p "$OUT" "$FEDKIT_CACHE"
 [ -d .gpu/cache ] && cp -rn .gpu/cache/. "$FEDKIT_CACHE"/
 { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; python3 -c "import torch; print(torch.__version__)"; nproc; } 2>&1
 DEVICE="${DEVICE:-cuda}"
+# GRAPHS=1: first issue 43's measurement, the vectorized step eager and captured as a CUDA graph, in the same job
+if [ -n "${GRAPHS:-}" ]; then
+  python3 -m pytest -q tests/test_engine_static.py tests/test_engine_conv.py 2>&1 | tail -3
+  python3 benchmarks/cuda_graphs.py --device "$DEVICE" --passes 5 --out "$OUT/cuda_graphs.json"
+fi
 if [ -n "${CLOCK:-}" ]; then
   python3 -c "from fedkit.papers import taco; clock = taco.step_clock('$CLOCK'.split(), '$DEVICE')
 print(clock.to_string()); clock.to_csv('$OUT/step_clock_${CLOCK// /_}.csv', index=False)"
