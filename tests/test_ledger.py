@@ -271,6 +271,25 @@ def test_paper_plan_reasons_replace_only_the_generic_wait_by_id_first(tmp_path):
     assert both.endswith("; 15 runs need CIFAR-10, not offline here (not predicted)")
 
 
+def test_paper_plan_reasons_quote_the_committed_plan():
+    """Every hour figure and run count the paper-scale reasons give is one the committed plan printed."""
+    import re
+
+    plan = (REPO / "benchmarks/results/2026-11-28-paper-plan/plan.txt").read_text(encoding="utf-8")
+    rows = [line.split() for line in plan.splitlines() if re.match(r"\w+/\w+\s+\d+\s", line)]
+    hours = {f"{float(row[row.index('+') - 1] if '+' in row else row[-1]) / 60:,.1f}" for row in rows
+             if re.fullmatch(r"[\d.]+", row[row.index('+') - 1] if '+' in row else row[-1])}
+    not_predicted = {row[row.index("+") + 1] for row in rows if "+" in row} | {row[1] for row in rows}
+    reasons = {c.paper_missing for c in ledger.claims()
+               if c.paper_missing and (ledger.PAPER_PLAN_RUN in c.paper_missing or "not predicted" in c.paper_missing)}
+    assert len(reasons) >= 10
+    for reason in reasons:
+        for quoted in re.findall(r"≈ ([\d,.]+) h", reason):
+            assert quoted in hours, reason
+        for count in re.findall(r"(\d+) (?:paper-scale )?runs (?:need|\(not)", reason):
+            assert count in not_predicted, reason
+
+
 def test_ledger_summary_fits_a_screen_and_lists_every_headline():
     text = (REPO / "REPRODUCTION.md").read_text(encoding="utf-8")
     begin, end = ledger.BEGIN.format(paper=ledger.SUMMARY), ledger.END.format(paper=ledger.SUMMARY)
