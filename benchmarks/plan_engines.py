@@ -39,11 +39,11 @@ def main():
     for notebook in args.notebooks:
         runs, _ = matching_runs(notebook, args.scale, match=args.match)
         configs = [c for c in {c.key(): c for c in (runs or {}).values()}.values() if planner.missing(c) is None]
-        auto = sum(planner.minutes(c, planner.engine(c)) for c in configs)
+        engines = [planner.engine(c) for c in configs]  # builds each model once
+        auto = sum(planner.minutes(c, e) for c, e in zip(configs, engines))
         sequential = sum(planner.minutes(c, "sequential") for c in configs)
-        engines = "+".join(sorted({planner.engine(c) for c in configs}))
         rows.append({"notebook": f"{notebook.parent.name}/{notebook.stem}", "scale": args.scale,
-                     "match": args.match or "", "runs": len(configs), "auto_engine": engines,
+                     "match": args.match or "", "runs": len(configs), "auto_engine": "+".join(sorted(set(engines))),
                      "auto_minutes": round(auto, 3), "sequential_minutes": round(sequential, 3),
                      "ratio": round(sequential / auto, 2) if auto else None,
                      "minutes_saved": round(sequential - auto, 3)})

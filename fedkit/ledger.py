@@ -418,22 +418,22 @@ def paper_plan(runs: int, minutes: float, missing: str = "", not_predicted: int 
     """Why a paper-scale CSV is not run, from the plan of ``PAPER_PLAN_RUN``: its notebook's ``runs`` runs left whose
     data is here would take ``minutes`` of local training on the idle 2-core CPU; its other ``not_predicted`` runs
     need ``missing``, data this machine lacks (with no run on data here, the reason is that data)."""
-    lacking = f"{not_predicted} runs need {missing}, not offline here (not predicted)"
     if not runs:
         return f"{missing}: not offline here, for its notebook's {not_predicted} paper-scale runs (not predicted)"
     plan = (f"{WAITING}: its notebook's {runs} runs with data here ≈ {minutes / 60:,.1f} h of local training on the "
             f"idle 2-core CPU (`fedkit figures --scale paper --plan`, {PAPER_PLAN_RUN})")
-    return f"{plan}; {lacking}" if missing else plan
+    return f"{plan}; {not_predicted} runs need {missing}, not offline here (not predicted)" if missing else plan
 
 
 def with_paper_plan(claims: list[Claim], reasons: dict[str, str]) -> list[Claim]:
     """``claims`` with each one that waits only for a paper-scale run (``GPU_MISSING``) carrying the reason keyed by
     its id or, failing that, by its paper-scale CSV's file name (``paper_plan``)."""
-    def reason(c: Claim) -> str | None:
+    out = []
+    for c in claims:
         measure = measure_at(c, "paper")
-        return reasons.get(c.id, reasons.get(measure.source) if measure is not None else None)
-    return [dataclasses.replace(c, paper_missing=reason(c)) if c.paper_missing == GPU_MISSING and reason(c) else c
-            for c in claims]
+        reason = reasons.get(c.id, reasons.get(measure.source) if measure is not None else None)
+        out.append(dataclasses.replace(c, paper_missing=reason) if c.paper_missing == GPU_MISSING and reason else c)
+    return out
 
 
 CIFAR10_SUBSET = "CIFAR-10 (small: 4k subset)"  # how an item names CIFAR-10 rows that run its real 4k subset at small

@@ -272,22 +272,28 @@ def test_paper_plan_reasons_replace_only_the_generic_wait_by_id_first(tmp_path):
 
 
 def test_paper_plan_reasons_quote_the_committed_plan():
-    """Every hour figure and run count the paper-scale reasons give is one the committed plan printed."""
+    """Every paper-scale reason's numbers are one notebook row of the committed plan: its runs left with data here
+    (listed − done − not predicted) with their hours, and its runs not predicted, where the reason quotes them."""
     import re
 
     plan = (REPO / "benchmarks/results/2026-11-28-paper-plan/plan.txt").read_text(encoding="utf-8")
-    rows = [line.split() for line in plan.splitlines() if re.match(r"\w+/\w+\s+\d+\s", line)]
-    hours = {f"{float(row[row.index('+') - 1] if '+' in row else row[-1]) / 60:,.1f}" for row in rows
-             if re.fullmatch(r"[\d.]+", row[row.index('+') - 1] if '+' in row else row[-1])}
-    not_predicted = {row[row.index("+") + 1] for row in rows if "+" in row} | {row[1] for row in rows}
+    rows = set()
+    for line in plan.splitlines():
+        listed = re.match(r"\w+/\w+\s+(\d+)\s", line)
+        left = re.search(r"\s([\d.]+)(?: \+ (\d+) runs not predicted)?$", line)
+        if listed and left:
+            done = re.search(r"(\d+) done", line)
+            unpredicted = int(left[2] or 0)
+            rows.add((int(listed[1]) - (int(done[1]) if done else 0) - unpredicted, f"{float(left[1]) / 60:,.1f}",
+                      unpredicted))
     reasons = {c.paper_missing for c in ledger.claims()
                if c.paper_missing and (ledger.PAPER_PLAN_RUN in c.paper_missing or "not predicted" in c.paper_missing)}
-    assert len(reasons) >= 10
+    assert len(reasons) >= 10 and len(rows) >= 20
     for reason in reasons:
-        for quoted in re.findall(r"≈ ([\d,.]+) h", reason):
-            assert quoted in hours, reason
-        for count in re.findall(r"(\d+) (?:paper-scale )?runs (?:need|\(not)", reason):
-            assert count in not_predicted, reason
+        left = re.search(r"its notebook's (\d+) runs with data here ≈ ([\d,.]+) h", reason)
+        lacking = re.search(r"(\d+) (?:paper-scale )?runs (?:need|\(not)", reason)
+        quoted = ((int(left[1]), left[2]) if left else ()) + ((int(lacking[1]),) if lacking else ())
+        assert any(quoted == (row if left and lacking else row[:2] if left else row[2:]) for row in rows), reason
 
 
 def test_ledger_summary_fits_a_screen_and_lists_every_headline():
