@@ -391,16 +391,17 @@ def decide(claim: Claim, scale: str, root: Path) -> Verdict:
 PLAN_RUN = "2026-11-27"
 
 
-def seed_budget(held: int, loaded: float, idle: float, runs: int = MIN_SEEDS) -> str:
+def seed_budget(held: int, loaded: float, idle: float, runs: int = MIN_SEEDS, planned: str = PLAN_RUN) -> str:
     """The few-seeds reason of a small-scale CSV that holds ``held`` seeds while its notebook now runs ``runs``: with
     ``runs`` ≥ ``MIN_SEEDS`` it waits for that render; with fewer, ``MIN_SEEDS`` would exceed the small-scale budget.
-    ``loaded``, ``idle``: the plan's minutes for ``runs`` seeds (``PLAN_RUN``), on the loaded CPU and idle."""
+    ``loaded``, ``idle``: the plan's minutes for ``runs`` seeds (the plan of date ``planned``), on the loaded CPU and
+    idle."""
     if runs >= MIN_SEEDS:
         return (f"the committed CSV holds {held} seed{'s' * (held != 1)}; the notebook now runs {runs} (`--plan` "
-                f"{PLAN_RUN}: ≈ {idle:.0f} min idle, {loaded:.0f} loaded) and waits for that render")
+                f"{planned}: ≈ {idle:.0f} min idle, {loaded:.0f} loaded) and waits for that render")
     more = idle * MIN_SEEDS / runs
     return (f"the notebook runs {runs} seed{'s' * (runs != 1)}: {MIN_SEEDS} would take ≈ {more:.0f} min (`--plan` "
-            f"{PLAN_RUN}, idle), over the {SMALL_BUDGET_MINUTES}-minute small-scale budget")
+            f"{planned}, idle), over the {SMALL_BUDGET_MINUTES}-minute small-scale budget")
 
 
 def with_few_seeds(claims: list[Claim], reasons: dict[str, str]) -> list[Claim]:

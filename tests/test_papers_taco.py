@@ -194,3 +194,14 @@ def test_every_setting_runs_at_every_seed_of_the_scale(notebook):
         settings = {label.rsplit("/seed ", 1)[0] for label in listed}
         assert len(listed) == len(settings) * n, scale
         assert {c.seed for c in listed.values()} == set(range(n)), scale
+
+
+def test_untimed_runs_take_the_faster_engine_below_paper_scale():
+    # a timed run is trained client by client so that its client times are real; one whose times no figure reads
+    # (Figs. 6-7, Tables II, VI-VIII) needs no such clock, and differs from the timed config only in its engine
+    for scale in ("ci", "small"):
+        timed, untimed = taco.config("fmnist", scale), taco.config("fmnist", scale, timed=False)
+        assert (timed.engine, untimed.engine) == ("sequential", "auto")
+        assert untimed.replace(engine="sequential") == timed
+    assert taco.config("fmnist", "paper", timed=False) == taco.config("fmnist", "paper")
+    assert taco.scalability_config("adult", "small", timed=False).engine == "auto"

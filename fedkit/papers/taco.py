@@ -4,9 +4,11 @@ paper's Table V numbers.
 "paper" is the paper's setup; "small" keeps its structure (N = 20, s = 64, η_g = Kη_l, label groups) and the
 paper's per-round step length K·η_l = 1 (K = 100, η_l = 0.01) with K = 20, η_l = 0.05 and 30 rounds, on the
 real data in the data root, substituting the sets that are not available offline; "ci" runs in seconds on
-embedded data. Below paper scale the sequential engine trains every run: it times each client (time-to-accuracy,
-Figs. 2, 4, 5). At paper scale the faster engine trains (``PAPER_ENGINE``) and the time figures read a clock of each
-method's seconds per local step, measured alone on the sequential engine (``step_clock``).
+embedded data. Below paper scale the sequential engine trains every timed run: it times each client
+(time-to-accuracy, Figs. 2, 4, 5, Tables I and III). A run whose time is never read (``timed=False``: Figs. 6, 7,
+Tables VI-VIII, which read accuracy or detection) takes the faster engine at every scale. At paper scale the faster
+engine trains every run (``FAST_ENGINE``) and the time figures read a clock of each method's seconds per local step,
+measured alone on the sequential engine (``step_clock``).
 """
 from __future__ import annotations
 
@@ -45,8 +47,9 @@ COMMON = dict(num_clients=20, batch_size=64, lr=0.01, server_lr=1.0,  # η_g = K
               engine="sequential")
 # At paper scale the accuracy runs take the faster engine (vectorized on a GPU, its seeds in one stack); the time
 # figures then read the simulated clock, each method's seconds per local step measured alone on the sequential engine
-# (``step_clock``), instead of per-client timings of 20,000 local steps a run.
-PAPER_ENGINE = dict(engine="auto")
+# (``step_clock``), instead of per-client timings of 20,000 local steps a run. An untimed run (``config(timed=False)``)
+# takes it at every scale.
+FAST_ENGINE = dict(engine="auto")
 # Table V: the accuracy each data set's rounds-to-target counts to
 TARGETS = {"adult": 0.78, "fmnist": 0.70, "svhn": 0.70, "cifar10": 0.50, "cifar100": 0.54, "shakespeare": 0.50}
 
@@ -104,9 +107,9 @@ SCALABILITY = {"paper": dict(num_clients=100), "small": dict(num_clients=100, ro
 
 
 def scalability_config(dataset: str, scale: str, method: str = "TACO", seed: int = 0, device: str = "cpu",
-                       **changes) -> Config:
+                       timed: bool = True, **changes) -> Config:
     """Table VII's config: ``config`` with N = 100 clients (20 at ci scale); ``changes`` override any field."""
-    return config(dataset, scale, method, seed=seed, device=device, **{**SCALABILITY[scale], **changes})
+    return config(dataset, scale, method, seed=seed, device=device, timed=timed, **{**SCALABILITY[scale], **changes})
 
 
 def label(dataset: str, scale: str) -> str:
@@ -132,13 +135,14 @@ def drawn_once(table: pd.DataFrame, scale: str) -> pd.DataFrame:
                                         for d, used in zip(kept["dataset"], kept["data used"])]})
 
 
-def config(dataset: str, scale: str, method: str = "TACO", seed: int = 0, device: str = "cpu",
+def config(dataset: str, scale: str, method: str = "TACO", seed: int = 0, device: str = "cpu", timed: bool = True,
            **changes) -> Config:
-    """The config of ``method`` on ``dataset`` at ``scale``; ``changes`` override any field."""
+    """The config of ``method`` on ``dataset`` at ``scale``; ``changes`` override any field. ``timed=False``: no
+    figure reads the run's client times, so it takes the faster engine below paper scale too."""
     values = {**COMMON, **PAPER[dataset]}
-    if scale == "paper":
-        values.update(PAPER_ENGINE)
-    elif scale == "small":
+    if scale == "paper" or not timed:
+        values.update(FAST_ENGINE)
+    if scale == "small":
         values.update(SMALL, dataset=SUBSTITUTE.get(dataset, values["dataset"]))
         if dataset == "shakespeare":
             values.update(SMALL_SHAKESPEARE)
@@ -276,6 +280,9 @@ def runs(notebook: str, scale: str, seed: int = 0, device: str = "cpu") -> dict[
     def cfg(dataset, method="TACO", **changes):
         return config(dataset, scale, method, seed=seed, device=device, **changes)
 
+    def untimed(dataset, method="TACO", **changes):  # a run whose client times no figure reads
+        return cfg(dataset, method, timed=False, **changes)
+
     def seeded(configs: dict[str, Config], n: int) -> dict[str, Config]:
         return at_seeds(configs, range(seed, seed + n))
 
@@ -316,7 +323,7 @@ def runs(notebook: str, scale: str, seed: int = 0, device: str = "cpu") -> dict[
         out = {}
         for d in ("fmnist", "svhn"):
             for m in ("FedProx", "Scaffold"):
-                plain = cfg(d, m)
+                plain = untimed(d, m)
                 tailored = plain.replace(algorithm="tailored",
                                          algorithm_args={"base": plain.algorithm, **plain.algorithm_args})
                 out |= seeded({f"{d}/{m}": plain, f"{d}/{m}-TACO": tailored}, n_seeds)
@@ -325,10 +332,10 @@ def runs(notebook: str, scale: str, seed: int = 0, device: str = "cpu") -> dict[
         grid = {}
         for d in ("mnist", "fmnist", "cifar10"):
             for gamma in (0.0, 0.001, 0.01, 0.1, 1.0):
-                c = cfg(d, algorithm_args={"gamma": gamma, "detect": False})
+                c = untimed(d, algorithm_args={"gamma": gamma, "detect": False})
                 grid[f"{d}/γ={gamma}"] = c.replace(eval_every=c.rounds)
         out = seeded(grid, n_seeds)
-        base = cfg("mnist", algorithm_args={"detect": False})
+        base = untimed("mnist", algorithm_args={"detect": False})
         long = {"ci": 2 * base.rounds, "small": 100, "paper": 3 * base.rounds}[scale]
         for gamma in (0.0, 1 / base.local_steps, 1.0):
             out[f"mnist, {long} rounds/γ={gamma:g}"] = base.replace(
@@ -342,7 +349,8 @@ def runs(notebook: str, scale: str, seed: int = 0, device: str = "cpu") -> dict[
                            for m in TABLE1_METHODS}, n_seeds)
         return out
     if notebook == "table2_alpha_groups":
-        return seeded({d: cfg(d, algorithm_args={"detect": False}, threat="freeloaders", threat_args={"fraction": 0.4})
+        return seeded({d: untimed(d, algorithm_args={"detect": False}, threat="freeloaders",
+                                  threat_args={"fraction": 0.4})
                        for d in ("mnist", "fmnist", "svhn", "cifar10")}, 2 if scale == "ci" else 3)  # its own list
     if notebook == "table5_fig2_fig4_fig5_label_groups":
         out = each_seed(table5(["fmnist", "svhn", "cifar10"]), n_seeds)
@@ -362,7 +370,7 @@ def runs(notebook: str, scale: str, seed: int = 0, device: str = "cpu") -> dict[
     if notebook == "table6_ablation":
         out = {}
         for d, phi in (("femnist", 0.2), ("femnist", 0.5), ("adult", 0.1), ("adult", 0.5)):
-            base = cfg(d)
+            base = untimed(d)
             split = {**base.partition_args, "phi": phi} if base.partition == "dirichlet" else base.partition_args
             if base.dataset == "adult" and phi < 0.5:
                 split = {**split, "min_size": 5}
@@ -377,13 +385,13 @@ def runs(notebook: str, scale: str, seed: int = 0, device: str = "cpu") -> dict[
     if notebook == "table7_scalability":
         variants = {**{m: (m, {}) for m in METHODS},
                     "TACO, detection off": ("TACO", {"algorithm_args": {"detect": False}})}
-        return seeded({f"{d}/{label}": scalability_config(d, scale, m, seed=seed, device=device, **changes)
+        return seeded({f"{d}/{label}": scalability_config(d, scale, m, seed=seed, device=device, timed=False, **changes)
                        for d in ("adult", "femnist", "cifar100") for label, (m, changes) in variants.items()},
                       n_seeds)
     if notebook == "table8_freeloader_detection":
         kappas, divisors = ([0.6, 1.0], {"T/5": 5}) if scale == "ci" else \
             ([0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0], {"T/10": 10, "T/5": 5, "T/2": 2})
-        base = cfg("fmnist", threat="freeloaders", threat_args={"fraction": 0.4})
+        base = untimed("fmnist", threat="freeloaders", threat_args={"fraction": 0.4})
         out = {}
         for name, d in divisors.items():  # every λ at every seed
             cells = {f"λ={name}/κ={kappa}": base.replace(algorithm_args={"kappa": kappa, "lam": -(-base.rounds // d)},

@@ -38,13 +38,17 @@ NAMES = {"adult": "adult", "fmnist": "FMNIST", "cifar10": CIFAR10_SUBSET,
          "shakespeare": "Shakespeare (small: 10 LEAF roles, K = 5, T = 15)"}
 ADULT = "adult_paper_settings_accuracy.csv"
 ADULT_ITEM = "adult at the paper's settings (N = 20, K = 100, η_l = 0.01, T = 50, Dir(0.5)), final accuracy %"
-# seed_budget(seeds held, the 3-seed listing's `--plan` minutes on the loaded CPU, on an idle one): ledger.PLAN_RUN
+# seed_budget(seeds held, the 3-seed listing's `--plan` minutes on the loaded CPU, on an idle one), from the plan of
+# the untimed listings (faster engine): benchmarks/results/2026-11-28-taco-untimed-plan, files 4 and 2
+UNTIMED_PLAN = "2026-11-28"
 FEW_SEEDS = {  # why a small-scale CSV holds fewer than 3 seeds: each notebook now runs 3 and waits for that render
-    "fig7_gamma_sensitivity.csv": seed_budget(1, 122.7, 47.0),
-    "table7_scalability.csv": seed_budget(1, 116.7, 41.4),
-    "table8_freeloader_detection_seeds.csv": seed_budget(1, 123.5, 48.6),  # λ = T/10, T/2 held 1 seed (T/5: 3)
-    "fig6_tailored_baselines_seeds.csv": seed_budget(1, 57.2, 21.8),  # the SVHN stand-in held 1 seed (FMNIST: 3)
-    "table6_ablation_seeds.csv": seed_budget(1, 59.2, 53.3),  # FEMNIST held 1 seed (adult: 3)
+    "fig7_gamma_sensitivity.csv": seed_budget(1, 56.0, 40.7, planned=UNTIMED_PLAN),
+    "table7_scalability.csv": seed_budget(1, 72.4, 44.1, planned=UNTIMED_PLAN),
+    # λ = T/10, T/2 held 1 seed (T/5: 3)
+    "table8_freeloader_detection_seeds.csv": seed_budget(1, 50.3, 39.3, planned=UNTIMED_PLAN),
+    # the SVHN stand-in held 1 seed (FMNIST: 3)
+    "fig6_tailored_baselines_seeds.csv": seed_budget(1, 28.8, 21.7, planned=UNTIMED_PLAN),
+    "table6_ablation_seeds.csv": seed_budget(1, 25.3, 16.3, planned=UNTIMED_PLAN),  # FEMNIST held 1 seed (adult: 3)
 }
 PICKS_EDGE = ("the baselines run at the paper's picks FedProx ζ = 0.1, FedACG β = 0.001, STEM α_t = 0.2, each at an "
               "edge of the paper's own Fig. 2 grid; TACO runs at γ = 1/K, while Fig. 7's small-scale γ grid is best at "
