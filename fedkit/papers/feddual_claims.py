@@ -11,7 +11,6 @@ from dataclasses import dataclass
 import pandas as pd
 
 from ..ledger import (
-    PLAN_RUN,
     Best,
     Claim,
     Gap,
@@ -21,18 +20,10 @@ from ..ledger import (
     Rule,
     headlines,
     paper_plan,
-    seed_budget,
-    with_few_seeds,
     with_paper_plan,
 )
 from .feddual import ABLATION, ABLATION_TABLES, METHODS, TABLE1
 
-# Both notebooks now run 3 seeds on the CIFAR-10 substitute (seed_budget: seeds held, the 3-seed listing's `--plan`
-# minutes loaded, idle)
-FEW_SEEDS = {**{f"{name}.csv": "the committed CSV holds 1 seed of the CIFAR-10 substitute; the notebook now runs 3 "
-                               f"(≈ 8 min more, idle, `--plan` {PLAN_RUN}) and waits for that render"
-                for name in ("table1_cifar10", "fig4_rounds_to_target")},
-             "table3_ablation_cifar10.csv": seed_budget(1, 4.7, 3.6)}
 NO_CIFAR100 = "CIFAR-100 is not available offline (no small-scale substitute)"
 CHANCE = dict(floor=0.15, floor_why="every final accuracy below 15 % (chance is 10 %)")
 CHANCE_PCT = dict(floor=15, floor_why=CHANCE["floor_why"])  # the same, for CSVs that hold accuracy in %
@@ -268,5 +259,5 @@ PAPER_PLAN = {"table1_fmnist.csv": TABLE1_LEFT, "fig4_rounds_to_target.csv": TAB
               "fig1_fig7_sharpness.csv": paper_plan(5, 103.4),
               "fig2_fig6_norm_ratios.csv": paper_plan(4, 83.5),
               **{f"feddual-fig6-output-{k}": paper_plan(0, 0, "CIFAR-10", 6) for k in ("amplified", "most")}}
-CLAIMS = headlines(with_few_seeds(with_paper_plan(CLAIMS, PAPER_PLAN), FEW_SEEDS), "feddual-t1-fmnist-best",
+CLAIMS = headlines(with_paper_plan(CLAIMS, PAPER_PLAN), "feddual-t1-fmnist-best",
                    "feddual-t1-fmnist-vs-fedavg", "feddual-t2-both-best")
