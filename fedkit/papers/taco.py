@@ -6,9 +6,9 @@ paper's per-round step length K·η_l = 1 (K = 100, η_l = 0.01) with K = 20, η
 real data in the data root, substituting the sets that are not available offline; "ci" runs in seconds on
 embedded data. Below paper scale the sequential engine trains every timed run: it times each client
 (time-to-accuracy, Figs. 2, 4, 5, Tables I and III). A run whose time is never read (``timed=False``: Figs. 6, 7,
-Tables VI-VIII, which read accuracy or detection) takes the faster engine at every scale. At paper scale the faster
-engine trains every run (``FAST_ENGINE``) and the time figures read a clock of each method's seconds per local step,
-measured alone on the sequential engine (``step_clock``).
+Tables II, VI-VIII, which read accuracy, α or detection) takes the faster engine at every scale. At paper scale
+the faster engine trains every run (``FAST_ENGINE``) and the time figures read a clock of each method's seconds per
+local step, measured alone on the sequential engine (``step_clock``).
 """
 from __future__ import annotations
 
