@@ -1,6 +1,7 @@
 """Each paper module's ``runs`` lists exactly the configs its notebook runs: the notebook is executed at ci scale and
-the keys of the configs it ran (fedkit.runner.SEEN, read from its kernel) are compared with the listing. Slow (every
-notebook runs), so outside the default suite: ``pytest -m notebook_runs [-k <notebook>]``."""
+the keys of the configs it ran (fedkit.runner.SEEN, read from its kernel) are compared with the listing; and every
+run it ran lands in the run archive its saves write (a run after the last save would not). Slow (every notebook
+runs), so outside the default suite: ``pytest -m notebook_runs [-k <notebook>]``."""
 import importlib
 import os
 from pathlib import Path
@@ -8,6 +9,8 @@ from pathlib import Path
 import pytest
 
 from conftest import needed_data
+from fedkit import archive
+from fedkit.figures import WRITTEN_LOG
 
 pytestmark = pytest.mark.notebook_runs  # opt in: deselected by the default addopts (pyproject.toml)
 NOTEBOOKS = sorted(p for p in (Path(__file__).parents[1] / "notebooks").glob("*/*.ipynb")
@@ -27,8 +30,15 @@ def ran_at_ci(notebook: Path) -> set[str]:
     return set(text.split()[1:])
 
 
+def archived_keys(written_log: Path) -> set[str]:
+    """The config keys in the run archives a notebook's saves wrote (as the last save left them)."""
+    paths = {Path(line) for line in written_log.read_text(encoding="utf-8").split()} if written_log.exists() else set()
+    return {key for path in paths if path.name.endswith(".parquet") and not path.name.endswith(".clients.parquet")
+            for key in archive.read(path)}
+
+
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: f"{p.parent.name}/{p.stem}")
-def test_listed_runs_are_the_notebooks_runs_at_ci(notebook):
+def test_listed_runs_are_the_notebooks_runs_at_ci_and_all_archived(notebook, tmp_path, monkeypatch):
     root = Path(os.environ.get("FEDKIT_DATA", "/nonexistent"))
     missing = [d for d in needed_data(notebook) if not (root / d).is_dir()]
     if missing:
@@ -36,6 +46,9 @@ def test_listed_runs_are_the_notebooks_runs_at_ci(notebook):
     listed = importlib.import_module(f"fedkit.papers.{notebook.parent.name}").runs(notebook.stem, "ci")
     every = {cfg.key(): label for label, cfg in listed.items()}
     certain = {cfg.key(): label for label, cfg in listed.items() if not label.endswith("?")}
+    monkeypatch.setenv(WRITTEN_LOG, str(tmp_path / "written.log"))  # the kernel inherits it: the files it writes
     ran = ran_at_ci(notebook)
     assert not set(certain) - ran, f"listed but not run: {[certain[k] for k in set(certain) - ran]}"
     assert not ran - set(every), f"run but not listed: {len(ran - set(every))} configs"
+    unarchived = ran - archived_keys(tmp_path / "written.log")
+    assert not unarchived, f"run but not archived (after the last save?): {[every[k] for k in unarchived]}"
