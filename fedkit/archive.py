@@ -55,9 +55,10 @@ def write(folder: Path, notebook: str, histories: dict[str, History]) -> Path | 
     return path
 
 
-def read(path: Path) -> dict[str, History]:
+def read(path: str | Path) -> dict[str, History]:
     """Every run of an archive file, by config key (without models)."""
-    runs, rounds, clients = _frames(path)
+    runs, rounds, clients = _frames(Path(path))
+
     def rows(frame: pd.DataFrame, key: str, columns: list[str]) -> pd.DataFrame:
         return frame.loc[frame["key"] == key, columns].reset_index(drop=True)
 

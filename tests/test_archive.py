@@ -34,6 +34,7 @@ def test_archived_runs_read_back_equal_with_their_training_provenance(tmp_path):
         assert trained["device"] == "cpu" and trained["threads"] >= 1 and trained["torch"]
         assert trained["train_seconds"] > 0 and trained["resumed_after_round"] == 0
         assert trained["stacked_with"] == [c.key() for c in cfgs if c != cfg]  # the stack's seconds are shared
+    assert set(archive.read(str(path))) == set(back)  # a path given as text reads the same
     assert archive.write(tmp_path / "empty", "nb", {}) is None
 
 
