@@ -9,8 +9,9 @@ whether the values agree with the claim. ``decide`` turns that into one of five 
 - **not reproduced**: as many seeds contradict it;
 - **inconclusive**: fewer than ``MIN_SEEDS`` seeds (a single seed decides nothing, whatever its sign), or neither
   count is enough;
-- **not comparable**: the runs do not learn (every value under the claim's floor, e.g. within a few points of
-  chance, or no run reaches the target): the claim's ``floor_why`` says what the floor is;
+- **not comparable**: the runs do not learn (every quantity's mean over the seeds under the claim's floor, e.g.
+  within a few points of chance, or no run reaches the target): the claim's ``floor_why`` says what the floor is.
+  The floor reads means, so one lucky seed of a near-chance quantity does not make the claim decidable;
 - **not run**: the data or the hardware is missing; the claim's ``missing`` (small scale) or ``paper_missing`` (paper
   scale) names which.
 
@@ -313,11 +314,11 @@ class Monotone(Rule):
 @dataclass(frozen=True)
 class Claim:
     """One claim of a paper. ``measure`` reads the committed CSV; ``rule`` decides each seed. ``floor``: below it
-    (every value of the measure before ``fill``) the runs do not learn and the claim is not comparable, ``floor_why``
-    says what the floor is (e.g. "chance is 10 %"). ``missing``: the small scale cannot run this claim (name the data
-    or hardware); ``paper_missing`` likewise at paper scale (default: not run yet, needs a GPU). ``caveat``: a remark
-    the verdict carries, e.g. a tuned value at the edge of its grid. ``few_seeds``: why the small scale runs fewer than
-    ``MIN_SEEDS`` seeds (a budget, measured), stated on the inconclusive verdict that follows."""
+    (every quantity's mean over the seeds, before ``fill``) the runs do not learn and the claim is not comparable,
+    ``floor_why`` says what the floor is (e.g. "chance is 10 %"). ``missing``: the small scale cannot run this claim
+    (name the data or hardware); ``paper_missing`` likewise at paper scale (default: not run yet, needs a GPU).
+    ``caveat``: a remark the verdict carries, e.g. a tuned value at the edge of its grid. ``few_seeds``: why the small
+    scale runs fewer than ``MIN_SEEDS`` seeds (a budget, measured), stated on the inconclusive verdict that follows."""
     id: str
     paper: str
     item: str
@@ -484,7 +485,7 @@ def decide_values(claim: Claim, raw: pd.DataFrame, measure: Measure | None = Non
     values = raw if m.fill is None else raw.fillna(m.fill)
     values = values.dropna()
     shown = format_values(raw, m)
-    if raw.isna().all().all() or (claim.floor is not None and not (raw >= claim.floor).any().any()):
+    if raw.isna().all().all() or (claim.floor is not None and not (raw.mean() >= claim.floor).any()):
         why = claim.floor_why or ("no run reaches the target" if raw.isna().all().all() else "")
         return Verdict("not comparable", f"the runs do not learn: {why}".rstrip(": "), len(values), shown)
     n = len(values)

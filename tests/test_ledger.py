@@ -95,6 +95,14 @@ def test_ledger_not_comparable_below_the_floor_and_when_nothing_reaches():
     assert label(Order(("A", "B"), higher=False), never) == "not comparable"
 
 
+def test_ledger_floor_reads_each_quantitys_mean_so_one_lucky_seed_does_not_decide():
+    near_chance = claim(Order(("A", "B")), floor=0.15, floor_why="chance is 10 %")
+    lucky = seeds(A=[0.16, 0.11, 0.10], B=[0.10, 0.10, 0.09])  # A's mean 12.3 %: one seed above the floor
+    assert ledger.decide_values(near_chance, lucky).label == "not comparable"
+    learns = seeds(A=[0.16, 0.15, 0.17], B=[0.10, 0.10, 0.09])  # A's mean 16 %: decided as usual
+    assert ledger.decide_values(near_chance, learns).label == "reproduced"
+
+
 def test_ledger_fill_makes_a_run_that_never_reached_lose():
     c = Claim("c", "t", "i", "w", "p", Measure("x.csv", "v", fill=math.inf), Order(("A", "B"), higher=False))
     values = seeds(A=[10.0, 12.0, 11.0], B=[math.nan, 40.0, math.nan])

@@ -42,7 +42,7 @@ FEW_SEEDS = {FIGS5_8: seed_budget(1, 88.9, 41.7),
              LANGUAGE: f"the notebook runs 2 seeds: 3 (21 runs, ≈ 3.6 CPU-min each, measured) would take ≈ 75 min, "
                        f"over the {SMALL_BUDGET_MINUTES}-minute small-scale budget"}
 CIFAR100 = "CIFAR-100 is not available offline (Figs. 5–6 run at paper scale only)"
-CHANCE = dict(floor=0.15, floor_why="every final accuracy below 15 % (within 5 points of chance, 10 %)")
+CHANCE = dict(floor=0.15, floor_why="every mean final accuracy below 15 % (within 5 points of chance, 10 %)")
 STAND_IN = "small: Fashion-MNIST stand-in"
 
 

@@ -97,7 +97,7 @@ def placement_claims() -> list[Claim]:
               "best accuracy across rounds %", "SCAFFOLD's best within 2 points of FedAvg's, or above it (Flower: "
               "mean best of 3 runs)", flower, accuracy,
               Gap("SCAFFOLD after_step", "FedAvg", at_least=-TOLERANCE / 100),
-              floor=0.8, floor_why="every accuracy below 80 %: the runs have not learned"),
+              floor=0.8, floor_why="every mean accuracy below 80 %: the runs have not learned"),
         Claim("peers-scaffold-in-optimizer-diverges", "peers", item + ", the correction inside the optimizer (fedkit "
               "0.1): runs that diverged",
               "with the correction inside the momentum optimizer SCAFFOLD diverges (no peer places it there)",

@@ -53,11 +53,11 @@ PICKS_EDGE = ("the baselines run at the paper's picks FedProx ζ = 0.1, FedACG �
               "edge of the paper's own Fig. 2 grid; TACO runs at γ = 1/K, while Fig. 7's small-scale γ grid is best at "
               "its top edge (γ = 1)")
 GAIN = 0.01  # "a gain": at least 1 point of accuracy (fractions)
-CHANCE = dict(floor=0.15, floor_why="every final accuracy below 15 % (within 5 points of chance, 10 %)")
-CHANCE_PCT = dict(floor=15.0, floor_why="every final accuracy below 15 % (within 5 points of chance, 10 %)")
-FEMNIST_FLOOR = dict(floor=15.0, floor_why="every final accuracy below 15 %: the 3,877-sample, 62-class FEMNIST copy "
-                                           "is not learned (the paper's runs reach ~90 %)")
-SHAKESPEARE_FLOOR = dict(floor=0.25, floor_why="every final accuracy below 25 %: predicting the most frequent "
+CHANCE = dict(floor=0.15, floor_why="every mean final accuracy below 15 % (within 5 points of chance, 10 %)")
+CHANCE_PCT = dict(floor=15.0, floor_why="every mean final accuracy below 15 % (within 5 points of chance, 10 %)")
+FEMNIST_FLOOR = dict(floor=15.0, floor_why="every mean final accuracy below 15 %: the 3,877-sample, 62-class "
+                                           "FEMNIST copy is not learned (the paper's runs reach ~90 %)")
+SHAKESPEARE_FLOOR = dict(floor=0.25, floor_why="every mean final accuracy below 25 %: predicting the most frequent "
                                                "character (space) alone gives 19.27 %")
 FLOORS = {"cifar10": CHANCE, "cifar100": CHANCE, "shakespeare": SHAKESPEARE_FLOOR}
 
