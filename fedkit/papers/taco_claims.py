@@ -42,7 +42,6 @@ ADULT_ITEM = "adult at the paper's settings (N = 20, K = 100, η_l = 0.01, T = 5
 # the untimed listings (faster engine): benchmarks/results/2026-11-28-taco-untimed-plan, files 4 and 2
 UNTIMED_PLAN = "2026-11-28"
 FEW_SEEDS = {  # why a small-scale CSV holds fewer than 3 seeds: each notebook now runs 3 and waits for that render
-    "table7_scalability.csv": seed_budget(1, 72.4, 44.1, planned=UNTIMED_PLAN),
     # λ = T/10, T/2 held 1 seed (T/5: 3)
     "table8_freeloader_detection_seeds.csv": seed_budget(1, 50.3, 39.3, planned=UNTIMED_PLAN),
     # the SVHN stand-in held 1 seed (FMNIST: 3)
