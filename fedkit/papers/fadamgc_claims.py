@@ -13,7 +13,6 @@ from dataclasses import dataclass
 import pandas as pd
 
 from ..ledger import (
-    SMALL_BUDGET_MINUTES,
     Best,
     Claim,
     Gap,
@@ -35,14 +34,8 @@ BASELINES = tuple(m for m in METHODS if m not in P.TRACKING)
 TABLE2, TABLE3, BOUND = "table2_per_seed.csv", "table3_per_seed.csv", "table3_step_bound.csv"
 LANGUAGE, FIG3, GAPS = "table2_language_per_seed.csv", "fig3_heterogeneity.csv", "fig3_gaps.csv"
 FIG4, FIGS5_8 = "fig4_tracking_subset.csv", "figs5_8_sampling_rate.csv"
-# seed_budget(seeds held, the 3-seed listing's `--plan` minutes loaded, idle: ledger.PLAN_RUN). Table 2's language
-# rows: the plan counts local training only (≈ 35 min idle for 3 seeds), but its runs measured ≈ 3.6 CPU-minutes
-# each at 1 thread (43 min for 12 of its 14, 2026-11-25), so its 21 runs take ≈ 75 min; it runs 3 seeds all the same
-# (issue 41: three seeds everywhere), a quarter over the small-scale budget
-FEW_SEEDS = {FIGS5_8: seed_budget(1, 88.9, 41.7),
-             LANGUAGE: f"the committed CSV holds 2 seeds; the notebook now runs 3 (21 runs, ≈ 3.6 CPU-min each, "
-                       f"measured: ≈ 75 min, over the {SMALL_BUDGET_MINUTES}-minute small-scale budget) and waits "
-                       "for that render"}
+# seed_budget(seeds held, the 3-seed listing's `--plan` minutes loaded, idle: ledger.PLAN_RUN)
+FEW_SEEDS = {FIGS5_8: seed_budget(1, 88.9, 41.7)}
 CIFAR100 = "CIFAR-100 is not available offline (Figs. 5–6 run at paper scale only)"
 CHANCE = dict(floor=0.15, floor_why="every mean final accuracy below 15 % (within 5 points of chance, 10 %)")
 STAND_IN = "small: Fashion-MNIST stand-in"
