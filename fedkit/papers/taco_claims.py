@@ -414,7 +414,6 @@ CLAIMS = [
 SHAKESPEARE_UNFIT = ("the LEAF Shakespeare split here cannot hold the paper-scale partition: only 10 of its users have "
                      "≥ 64 samples, fewer than the 20 clients (`fedkit figures --scale paper --plan`)")
 PAPER_PLAN = {"fig7_gamma_sensitivity.csv": paper_plan(33, 291.5, "CIFAR-10", 15),
-              "table1_compute_time.csv": paper_plan(19, 38.5, "SVHN", 19),
               "table7_scalability.csv": paper_plan(48, 1322.0, "CIFAR-100", 24),
               "step_clock_shakespeare.csv": SHAKESPEARE_UNFIT,
               "table5_round_to_accuracy_shakespeare.csv": SHAKESPEARE_UNFIT}
