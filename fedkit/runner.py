@@ -327,10 +327,11 @@ def _lock(path: Path, key: str) -> int:
 def _share_an_engine(runs: list[Run]) -> bool:
     if len(runs) < 2:
         return False
-    first = runs[0].fed
+    first = runs[0]  # the configs as asked: a resumed run's Federation holds its checkpoint's engine, not "auto"
+    data = first.fed
     return all(r.fed.engine_name == "vectorized" and r.cfg.replace(seed=0) == first.cfg.replace(seed=0)
-               and torch.equal(r.fed.x_train, first.x_train) and torch.equal(r.fed.y_train, first.y_train)
-               and all(torch.equal(v, first.fm.frozen[k]) for k, v in r.fed.fm.frozen.items()) for r in runs)
+               and torch.equal(r.fed.x_train, data.x_train) and torch.equal(r.fed.y_train, data.y_train)
+               and all(torch.equal(v, data.fm.frozen[k]) for k, v in r.fed.fm.frozen.items()) for r in runs)
 
 
 def _join(inputs: list[ClientInput]) -> ClientInput:

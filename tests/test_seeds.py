@@ -151,3 +151,34 @@ def test_seeds_resumed_from_different_rounds_train_in_step_and_equal_their_own_r
         columns = ["round", "test_accuracy", "test_loss", "train_loss"]
         pd.testing.assert_frame_equal(a.rounds[columns], b.rounds[columns], rtol=1e-4, atol=1e-5, check_dtype=False)
         np.testing.assert_allclose(a.weights.numpy(), b.weights.numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_seeds_resumed_from_their_checkpoints_still_train_in_one_stack(tmp_path, monkeypatch):
+    """engine="auto": a resumed run's federation holds its checkpoint's engine ("vectorized"), the config still asks
+    for "auto"; the seeds must stack again, not train one after another (slower, and another float order)."""
+    import fedkit.runner as runner
+    from fedkit import run
+    from fedkit.runner import Run, rounds_left, run_together
+
+    cfgs = [Config(dataset="digits", partition="iid", partition_args={}, num_clients=4, model="mlp",
+                   model_args={"hidden": [8]}, rounds=4, local_steps=2, batch_size=16, lr=0.3, seed=s)
+            for s in (0, 1, 2)]
+    assert cfgs[0].engine == "auto"
+    alone = [run(cfg, cache=False, progress=False) for cfg in cfgs]
+
+    class FirstSeedStops(Run):
+        def __init__(self, cfg, **kw):
+            super().__init__(cfg, **kw, callbacks=(stop_after(2),) if cfg.seed == 0 else ())
+
+    with monkeypatch.context() as patch:
+        patch.setattr(runner, "Run", FirstSeedStops)
+        with pytest.raises(Stop):
+            run_together(cfgs, cache=tmp_path, progress=False)
+    assert [rounds_left(cfg, tmp_path) for cfg in cfgs] == [2, 2, 2]
+    together = run_together(cfgs, cache=tmp_path, progress=False)
+    for cfg, history in zip(cfgs, together):
+        assert history.provenance["resumed_after_round"] == 2
+        assert sorted(history.provenance["stacked_with"]) == sorted(c.key() for c in cfgs if c != cfg)
+    for a, b in zip(alone, together):
+        columns = ["round", "test_accuracy", "test_loss", "train_loss"]
+        pd.testing.assert_frame_equal(a.rounds[columns], b.rounds[columns], rtol=1e-4, atol=1e-5, check_dtype=False)
