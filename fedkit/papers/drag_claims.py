@@ -14,9 +14,7 @@ from ..ledger import (
     Order,
     Ratio,
     headlines,
-    seed_budget,
     with_cifar10_missing_at_paper,
-    with_few_seeds,
 )
 from .drag import BYZANTINE_METHODS, DRIFT_METHODS
 
@@ -30,10 +28,6 @@ def c_edge(edge: str) -> str:
     return (f"robust DRAG runs at c = 0.5, fedkit's choice (the paper gives none); the seed-0 sweep of c over 0.1–1 "
             f"(the 'DRAG c=…' rows of the same CSV) is best at its {edge} edge, so the verdict rests on a grid edge")
 
-
-# seed_budget(seeds held, the 3-seed listing's `--plan` minutes loaded, idle: ledger.PLAN_RUN), at the round cap (runs
-# stop at the target)
-FEW_SEEDS = {DRIFT_CIFAR: seed_budget(1, 134.6, 53.7)}
 EMNIST = "EMNIST (MNIST stands in at both scales: EMNIST is not offline)"
 FASHION_MISSING = "the Fashion-MNIST stand-in is a small-scale substitute for CIFAR-10; paper scale runs CIFAR-10"
 
@@ -126,5 +120,5 @@ CLAIMS = [
           "the attack costs FedAvg ≥ 5 points under high heterogeneity", "FedAvg fails",
           final(BYZ_MNIST, "fig8"), Gap(NO_ATTACK, "FedAvg", at_least=0.05), **FEDAVG_FLOOR),
 ]
-CLAIMS = headlines(with_few_seeds(with_cifar10_missing_at_paper(CLAIMS), FEW_SEEDS), "drag-fig3a-vs-fedavg",
+CLAIMS = headlines(with_cifar10_missing_at_paper(CLAIMS), "drag-fig3a-vs-fedavg",
                    "drag-fig8-order")
