@@ -24,12 +24,13 @@ DRIFT_FASHION = "fig4_cifar10_client_drift_fashion_mnist.csv"
 BYZ_CIFAR, BYZ_MNIST = "figs5_6_byzantine_cifar10.csv", "figs7_8_byzantine_emnist.csv"
 NO_ATTACK = "FedAvg, no attack"
 FEDAVG_FLOOR = dict(floor=0.15, floor_why="every mean final accuracy below 15 % (chance is 10 %)")
+EMNIST = "EMNIST (MNIST stands in at both scales: EMNIST is not offline)"
+FASHION_MISSING = "the Fashion-MNIST stand-in is a small-scale substitute for CIFAR-10; paper scale runs CIFAR-10"
+
+
 def c_edge(edge: str) -> str:
     return (f"robust DRAG runs at c = 0.5, fedkit's choice (the paper gives none); the seed-0 sweep of c over 0.1–1 "
             f"(the 'DRAG c=…' rows of the same CSV) is best at its {edge} edge, so the verdict rests on a grid edge")
-
-EMNIST = "EMNIST (MNIST stands in at both scales: EMNIST is not offline)"
-FASHION_MISSING = "the Fashion-MNIST stand-in is a small-scale substitute for CIFAR-10; paper scale runs CIFAR-10"
 
 
 def rounds(source: str, figure: str) -> Measure:
