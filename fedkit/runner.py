@@ -157,6 +157,7 @@ class Run:
         self.wall = time.perf_counter()
         self.compiled = 0.0  # the engine's compile seconds already recorded
         self.resumed_after = self.state.t  # 0 unless it resumed from a checkpoint
+        self.earlier = _segments_before(saved)  # the processes that trained the rounds before, as they recorded them
         self.stack: list[str] = []  # the keys of the seeds it trained beside, in one stack (``run_together``)
 
     @property
@@ -196,7 +197,7 @@ class Run:
             self.models[s.t] = s.w.detach().cpu().clone()
         if self.run_dir is not None:
             _save_checkpoint(self.run_dir, {"state": asdict(s), "rounds": self.round_rows, "clients": self.client_rows,
-                                            "models": self.models}, cfg)
+                                            "models": self.models, "segments": self._segments()}, cfg)
         self.bar.update()
         self.bar.set_postfix(acc=f"{scores['test_accuracy']:.4f}", loss=f"{record['train_loss']:.4f}")
         for callback in self.callbacks:
@@ -233,12 +234,25 @@ class Run:
                     stray.unlink(missing_ok=True)
 
     def _provenance(self) -> dict:
-        """The machine that trained the run and its training seconds: the sum of its rounds' wall seconds (a stack's
-        seeds each count the whole stack's); a resumed run's earlier rounds may have trained elsewhere."""
+        """The machine that trained the run's last rounds and its training seconds: the sum of its rounds' wall seconds
+        (a stack's seeds each count the whole stack's); ``segments`` records each process that trained some rounds
+        (a resumed run's earlier rounds may have trained elsewhere, on another engine or in another stack)."""
         seconds = sum(r["seconds"] for r in self.round_rows if r["round"] > 0)
         return {**machine(self.cfg.device), "train_seconds": round(seconds, 2),
-                "resumed_after_round": self.resumed_after,
-                "stacked_with": [k for k in self.stack if k != self.cfg.key()]}
+                "resumed_after_round": self.resumed_after, "stacked_with": self._stacked_with(),
+                "segments": self._segments()}
+
+    def _stacked_with(self) -> list[str]:
+        return [k for k in self.stack if k != self.cfg.key()]
+
+    def _segments(self) -> list[dict]:
+        """The training segments so far: the earlier processes' and, once it trained a round, this one's."""
+        rows = [r for r in self.round_rows if r["round"] > self.resumed_after]
+        if not rows:
+            return self.earlier
+        return [*self.earlier, {"rounds": [self.resumed_after + 1, rows[-1]["round"]], **machine(self.cfg.device),
+                                "engine": self.fed.engine_name, "stacked_with": self._stacked_with(),
+                                "train_seconds": round(sum(r["seconds"] for r in rows), 2)}]
 
 
 def run_together(cfgs: list[Config], **run_args) -> list[History]:
@@ -396,6 +410,13 @@ def _save_checkpoint(run_dir: Path, payload: dict, cfg: Config) -> None:
         path.write_bytes(hashlib.sha256(data).hexdigest().encode() + b"\n" + data)
         if current.exists():
             os.replace(current, previous)  # the previous checkpoint stays until the new one is in place
+
+
+def _segments_before(saved: dict | None) -> list[dict]:
+    """The training segments a checkpoint records; one unrecorded segment for its rounds where it predates them."""
+    if saved is None or not (t := saved["state"]["t"]):
+        return []
+    return saved.get("segments", [{"rounds": [1, t], "recorded": False}])
 
 
 def _engine_of(saved: dict | None) -> str | None:

@@ -169,6 +169,7 @@ def test_a_longer_run_goes_on_from_the_longest_finished_shorter_one(tmp_path, ca
     assert capsys.readouterr().err == (f"fedkit: scaffold run {cfg.key()} goes on from the finished 3-round run "
                                        f"{cfg.replace(rounds=3).key()} after round 3 of 5\n")
     assert longer.provenance["resumed_after_round"] == 3
+    assert [seg["rounds"] for seg in longer.provenance["segments"]] == [[1, 2], [3, 3], [4, 5]]  # 3 went on from 2
     same_history(longer, run(cfg, cache=False, progress=False))
     assert sorted(longer.models) == [2, 4, 5]
 
@@ -219,3 +220,19 @@ def test_an_unfinished_run_carried_to_the_next_machine_resumes_there(tmp_path):
     straight = run(cfg, cache=tmp_path / "third", progress=False)
     pd.testing.assert_frame_equal(resumed.rounds.drop(columns=TIMING), straight.rounds.drop(columns=TIMING))
     assert resumed.provenance["resumed_after_round"] == 2
+    assert [seg["rounds"] for seg in resumed.provenance["segments"]] == [[1, 2], [3, 4]]
+
+
+def test_a_checkpoint_written_before_segments_were_recorded_resumes_with_its_rounds_marked_unrecorded(tmp_path):
+    from fedkit.runner import Run, _read_checkpoint, _save_checkpoint
+
+    cfg = tiny(rounds=3)
+    cut = Run(cfg, cache=tmp_path, progress=False)
+    cut.record(next(iter(cut.fed.rounds(cut.state))))
+    saved = _read_checkpoint(tmp_path / cfg.key() / "checkpoint.pt")
+    assert [seg["rounds"] for seg in saved.pop("segments")] == [[1, 1]]
+    (tmp_path / cfg.key() / "checkpoint.pt").unlink()
+    _save_checkpoint(tmp_path / cfg.key(), saved, cfg)  # as an older fedkit wrote it
+    resumed = run(cfg, cache=tmp_path, progress=False)
+    first, second = resumed.provenance["segments"]
+    assert first == {"rounds": [1, 1], "recorded": False} and second["rounds"] == [2, 3]

@@ -179,6 +179,9 @@ def test_seeds_resumed_from_their_checkpoints_still_train_in_one_stack(tmp_path,
     for cfg, history in zip(cfgs, together):
         assert history.provenance["resumed_after_round"] == 2
         assert sorted(history.provenance["stacked_with"]) == sorted(c.key() for c in cfgs if c != cfg)
+        segments = history.provenance["segments"]
+        assert [seg["rounds"] for seg in segments] == [[1, 2], [3, 4]]  # both segments trained the seeds in one stack
+        assert all(sorted(seg["stacked_with"]) == sorted(history.provenance["stacked_with"]) for seg in segments)
     for a, b in zip(alone, together):
         columns = ["round", "test_accuracy", "test_loss", "train_loss"]
         pd.testing.assert_frame_equal(a.rounds[columns], b.rounds[columns], rtol=1e-4, atol=1e-5, check_dtype=False)
