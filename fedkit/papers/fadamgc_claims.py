@@ -23,8 +23,6 @@ from ..ledger import (
     Within,
     headlines,
     paper_plan,
-    seed_budget,
-    with_few_seeds,
     with_paper_plan,
 )
 from . import fadamgc as P
@@ -34,8 +32,6 @@ BASELINES = tuple(m for m in METHODS if m not in P.TRACKING)
 TABLE2, TABLE3, BOUND = "table2_per_seed.csv", "table3_per_seed.csv", "table3_step_bound.csv"
 LANGUAGE, FIG3, GAPS = "table2_language_per_seed.csv", "fig3_heterogeneity.csv", "fig3_gaps.csv"
 FIG4, FIGS5_8 = "fig4_tracking_subset.csv", "figs5_8_sampling_rate.csv"
-# seed_budget(seeds held, the 3-seed listing's `--plan` minutes loaded, idle: ledger.PLAN_RUN)
-FEW_SEEDS = {FIGS5_8: seed_budget(1, 88.9, 41.7)}
 CIFAR100 = "CIFAR-100 is not available offline (Figs. 5–6 run at paper scale only)"
 CHANCE = dict(floor=0.15, floor_why="every mean final accuracy below 15 % (within 5 points of chance, 10 %)")
 STAND_IN = "small: Fashion-MNIST stand-in"
@@ -322,5 +318,5 @@ PAPER_PLAN = {FIG3: paper_plan(0, 0, CIFAR, 48), GAPS: paper_plan(0, 0, CIFAR, 4
               FIGS5_8: paper_plan(0, 0, CIFARS, 144), TABLE2: paper_plan(0, 0, IMAGES, 84),
               TABLE3: paper_plan(0, 0, IMAGES, 60),
               LANGUAGE: paper_plan(0, 0, "QNLI, QQP and GPT-2's tokenizer (the Hugging Face hub)", 112)}
-CLAIMS = headlines(with_few_seeds(with_paper_plan(CLAIMS, PAPER_PLAN), FEW_SEEDS), "fadamgc-table2-rounds-vs-localadam",
+CLAIMS = headlines(with_paper_plan(CLAIMS, PAPER_PLAN), "fadamgc-table2-rounds-vs-localadam",
                    "fadamgc-fig3-gc-ahead-at-0.1")
