@@ -36,7 +36,25 @@ def write(folder: Path, notebook: str, histories: dict[str, History]) -> Path | 
     target = folder / FOLDER
     target.mkdir(parents=True, exist_ok=True)
     path = target / f"{notebook}.parquet"
-    histories = {**(read(path) if path.exists() else {}), **histories}
+    _store(path, {**(read(path) if path.exists() else {}), **histories})
+    return path
+
+
+def drop(path: str | Path, keys: list[str]) -> list[str]:
+    """Take the runs of config ``keys`` out of archive ``path`` (runs a fix to the code no longer reproduces, so that
+    the next render trains them again); the keys it held, which it no longer does. A file is never left without a
+    run: taking out all of them is refused (remove the file with git instead)."""
+    path = Path(path)
+    kept = read(path)
+    dropped = [key for key in keys if kept.pop(key, None) is not None]
+    if not kept:
+        raise FedkitError(f"dropping {len(dropped)} run(s) would leave {path} without one; remove the file instead")
+    if dropped:
+        _store(path, kept)
+    return dropped
+
+
+def _store(path: Path, histories: dict[str, History]) -> None:
     runs = {key: {"config": h.config, "diverged": h.diverged, "ended_early": h.ended_early,
                   "provenance": {k: v for k, v in h.provenance.items() if k != "archive"},
                   "rounds": list(h.rounds.columns), "clients": list(h.clients.columns)}
@@ -52,7 +70,6 @@ def write(folder: Path, notebook: str, histories: dict[str, History]) -> Path | 
         pq.write_table(table, tmp, compression="zstd")
     index.cache_clear()
     _frames.cache_clear()
-    return path
 
 
 def read(path: str | Path) -> dict[str, History]:

@@ -51,6 +51,21 @@ def test_a_second_render_keeps_the_runs_of_the_first_and_replaces_a_run_of_the_s
     pd.testing.assert_frame_equal(back[a.key()].rounds, ha.rounds)
 
 
+def test_dropped_runs_leave_the_archive_and_the_others_stay_exact(tmp_path):
+    a, b = digits_config(seed=0), digits_config(seed=1)
+    ha, hb = run_together([a, b], cache=tmp_path / "cache", progress=False)
+    path = archive.write(tmp_path / "figures", "nb", {a.key(): ha, b.key(): hb})
+    assert archive.drop(path, [b.key(), "not-a-key"]) == [b.key()]
+    back = archive.read(path)
+    assert list(back) == [a.key()]
+    pd.testing.assert_frame_equal(back[a.key()].rounds, ha.rounds)
+    pd.testing.assert_frame_equal(back[a.key()].clients, ha.clients)
+    assert archive.drop(path, [b.key()]) == []
+    with pytest.raises(archive.FedkitError, match="without one"):
+        archive.drop(path, [a.key()])
+    assert list(archive.read(path)) == [a.key()]
+
+
 def test_a_run_missing_from_the_cache_is_read_from_the_archive_without_training(tmp_path, monkeypatch):
     cfg = digits_config(rounds=2)
     trained = run(cfg, cache=tmp_path / "cache", progress=False)
