@@ -255,7 +255,6 @@ CIFARS = "CIFAR-10 and CIFAR-100"
 PAPER_PLAN = {"table1_fmnist.csv": TABLE1_LEFT, "fig4_rounds_to_target.csv": TABLE1_LEFT,
               "table1_cifar10.csv": paper_plan(0, 0, CIFARS, 54), "table1_cifar100.csv": paper_plan(0, 0, CIFARS, 54),
               "feddual-fig4-cifar10-fastest": paper_plan(0, 0, CIFARS, 54),
-              "table2_ablation_fmnist.csv": paper_plan(10, 207.8),
               "table3_ablation_cifar10.csv": paper_plan(0, 0, CIFARS, 22),
               "table4_ablation_cifar100.csv": paper_plan(0, 0, CIFARS, 22),
               "fig5_layer_sets_seeds.csv": paper_plan(11, 228.7),
