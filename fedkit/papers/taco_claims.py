@@ -42,8 +42,6 @@ ADULT_ITEM = "adult at the paper's settings (N = 20, K = 100, η_l = 0.01, T = 5
 # the untimed listings (faster engine): benchmarks/results/2026-11-28-taco-untimed-plan, files 4 and 2
 UNTIMED_PLAN = "2026-11-28"
 FEW_SEEDS = {  # why a small-scale CSV holds fewer than 3 seeds: each notebook now runs 3 and waits for that render
-    # λ = T/10, T/2 held 1 seed (T/5: 3)
-    "table8_freeloader_detection_seeds.csv": seed_budget(1, 50.3, 39.3, planned=UNTIMED_PLAN),
     "table6_ablation_seeds.csv": seed_budget(1, 25.3, 16.3, planned=UNTIMED_PLAN),  # FEMNIST held 1 seed (adult: 3)
 }
 PICKS_EDGE = ("the baselines run at the paper's picks FedProx ζ = 0.1, FedACG β = 0.001, STEM α_t = 0.2, each at an "
