@@ -205,24 +205,3 @@ def test_untimed_runs_take_the_faster_engine_below_paper_scale():
         assert untimed.replace(engine="sequential") == timed
     assert taco.config("fmnist", "paper", timed=False) == taco.config("fmnist", "paper")
     assert taco.scalability_config("adult", "small", timed=False).engine == "auto"
-
-
-def test_untimed_few_seeds_reasons_quote_the_committed_plan():
-    """The minutes in TACO's few-seeds reasons are the untimed plan's rows: idle (file 2), loaded (file 4)."""
-    import re
-    from pathlib import Path
-
-    from fedkit.papers import taco_claims
-
-    folder = Path(__file__).parents[1] / "benchmarks/results/2026-11-28-taco-untimed-plan"
-
-    def minutes(name):
-        text = (folder / name).read_text(encoding="utf-8")
-        return {m[1]: float(m[2]) for m in re.finditer(r"^taco/(\w+)\s.*\s([\d.]+)$", text, re.M)}
-
-    idle, loaded = minutes("2_untimed_paused.txt"), minutes("4_untimed_loaded.txt")
-    quoted = {csv: reason for csv, reason in taco_claims.FEW_SEEDS.items() if taco_claims.UNTIMED_PLAN in reason}
-    assert quoted
-    for csv, reason in quoted.items():
-        notebook = csv.removesuffix(".csv").removesuffix("_seeds")
-        assert f"≈ {idle[notebook]:.0f} min idle, {loaded[notebook]:.0f} loaded" in reason, csv

@@ -23,9 +23,7 @@ from ..ledger import (
     Within,
     headlines,
     paper_plan,
-    seed_budget,
     with_cifar10_missing_at_paper,
-    with_few_seeds,
     with_paper_plan,
 )
 from .taco import METHODS, TABLE5
@@ -38,12 +36,6 @@ NAMES = {"adult": "adult", "fmnist": "FMNIST", "cifar10": CIFAR10_SUBSET,
          "shakespeare": "Shakespeare (small: 10 LEAF roles, K = 5, T = 15)"}
 ADULT = "adult_paper_settings_accuracy.csv"
 ADULT_ITEM = "adult at the paper's settings (N = 20, K = 100, η_l = 0.01, T = 50, Dir(0.5)), final accuracy %"
-# seed_budget(seeds held, the 3-seed listing's `--plan` minutes on the loaded CPU, on an idle one), from the plan of
-# the untimed listings (faster engine): benchmarks/results/2026-11-28-taco-untimed-plan, files 4 and 2
-UNTIMED_PLAN = "2026-11-28"
-FEW_SEEDS = {  # why a small-scale CSV holds fewer than 3 seeds: each notebook now runs 3 and waits for that render
-    "table6_ablation_seeds.csv": seed_budget(1, 25.3, 16.3, planned=UNTIMED_PLAN),  # FEMNIST held 1 seed (adult: 3)
-}
 PICKS_EDGE = ("the baselines run at the paper's picks FedProx ζ = 0.1, FedACG β = 0.001, STEM α_t = 0.2, each at an "
               "edge of the paper's own Fig. 2 grid; TACO runs at γ = 1/K, while Fig. 7's small-scale γ grid is best at "
               "its top edge (γ = 1)")
@@ -414,5 +406,5 @@ PAPER_PLAN = {"fig7_gamma_sensitivity.csv": paper_plan(33, 291.5, "CIFAR-10", 15
               "step_clock_shakespeare.csv": SHAKESPEARE_UNFIT,
               "table5_round_to_accuracy_shakespeare.csv": SHAKESPEARE_UNFIT}
 CLAIMS = with_paper_plan(with_cifar10_missing_at_paper(CLAIMS), PAPER_PLAN)
-CLAIMS = headlines(with_few_seeds(CLAIMS, FEW_SEEDS), "taco-table5-fmnist-best",
+CLAIMS = headlines(CLAIMS, "taco-table5-fmnist-best",
                    "taco-table5-adult-gain", "taco-fig5-adult-taco", "taco-table8-default-tpr")
