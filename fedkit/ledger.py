@@ -42,7 +42,6 @@ from .errors import FedkitError
 LABELS = ("reproduced", "not reproduced", "inconclusive", "not comparable", "not run")
 MIN_SEEDS = 3
 ALPHA = 0.125  # the sign test's level: the chance that 3 of 3 seeds agree when each seed's sign is a fair coin
-SMALL_BUDGET_MINUTES = 60  # a notebook's small-scale runs on the 2-core CPU, 1 torch thread (its plan, idle CPU)
 SCALES = ("small", "paper")
 PAPERS = ("taco", "feddual", "fadamgc", "drag", "peers")
 WAITING = "paper scale not run yet"  # how every reason of a claim whose paper-scale data is here begins
@@ -317,8 +316,7 @@ class Claim:
     (every quantity's mean over the seeds, before ``fill``) the runs do not learn and the claim is not comparable,
     ``floor_why`` says what the floor is (e.g. "chance is 10 %"). ``missing``: the small scale cannot run this claim
     (name the data or hardware); ``paper_missing`` likewise at paper scale (default: not run yet, needs a GPU).
-    ``caveat``: a remark the verdict carries, e.g. a tuned value at the edge of its grid. ``few_seeds``: why the small
-    scale runs fewer than ``MIN_SEEDS`` seeds (a budget, measured), stated on the inconclusive verdict that follows."""
+    ``caveat``: a remark the verdict carries, e.g. a tuned value at the edge of its grid."""
     id: str
     paper: str
     item: str
@@ -331,7 +329,6 @@ class Claim:
     missing: str | None = None
     paper_missing: str | None = GPU_MISSING
     caveat: str = ""
-    few_seeds: str = ""
     deterministic: str = ""  # why no seed can change the result (a computed toy): one evaluation then decides
     headline: bool = False  # one of its paper's headline claims, listed in REPRODUCTION.md's summary
     paper_measure: Measure | None = None  # the query at paper scale, where its rows differ from small's (stand-ins)
@@ -377,38 +374,7 @@ def decide(claim: Claim, scale: str, root: Path) -> Verdict:
         if missing:
             return Verdict("not run", missing, 0, "—")
         raise FedkitError(f"claim {claim.id}: its CSV {path} is missing (and the claim names no reason)")
-    verdict = decide_values(claim, raw, measure)
-    n = verdict.seeds
-    if scale != "small" or not claim.few_seeds or n >= MIN_SEEDS or claim.deterministic:
-        return verdict
-    if verdict.label == "inconclusive":  # "1 seed (a verdict needs 3)"
-        return dataclasses.replace(verdict, reason=f"{verdict.reason}: {claim.few_seeds}")
-    return dataclasses.replace(verdict, reason=f"{verdict.reason}; {n} seed{'s' * (n != 1)}: {claim.few_seeds}")
-
-
-# The `fedkit figures --plan` the seed reasons cite: 1 torch thread on the 2-core CPU, loaded (load ≈ 4–5) by other
-# work, so its "loaded" minutes (the least of 3 plans) are upper estimates; "idle" is the plan of 2026-11-25 on the
-# idle CPU scaled by the ratio of the new listing's minutes to the old one's, both measured on the same probes
-PLAN_RUN = "2026-11-27"
-
-
-def seed_budget(held: int, loaded: float, idle: float, runs: int = MIN_SEEDS, planned: str = PLAN_RUN) -> str:
-    """The few-seeds reason of a small-scale CSV that holds ``held`` seeds while its notebook now runs ``runs``: with
-    ``runs`` ≥ ``MIN_SEEDS`` it waits for that render; with fewer, ``MIN_SEEDS`` would exceed the small-scale budget.
-    ``loaded``, ``idle``: the plan's minutes for ``runs`` seeds (the plan of date ``planned``), on the loaded CPU and
-    idle."""
-    if runs >= MIN_SEEDS:
-        return (f"the committed CSV holds {held} seed{'s' * (held != 1)}; the notebook now runs {runs} (`--plan` "
-                f"{planned}: ≈ {idle:.0f} min idle, {loaded:.0f} loaded) and waits for that render")
-    more = idle * MIN_SEEDS / runs
-    return (f"the notebook runs {runs} seed{'s' * (runs != 1)}: {MIN_SEEDS} would take ≈ {more:.0f} min (`--plan` "
-            f"{planned}, idle), over the {SMALL_BUDGET_MINUTES}-minute small-scale budget")
-
-
-def with_few_seeds(claims: list[Claim], reasons: dict[str, str]) -> list[Claim]:
-    """``claims`` with each one whose small-scale CSV is a key of ``reasons`` (file name) carrying that reason."""
-    return [dataclasses.replace(c, few_seeds=reasons[c.measure.source])
-            if c.measure is not None and c.measure.source in reasons else c for c in claims]
+    return decide_values(claim, raw, measure)
 
 
 # The `fedkit figures --scale paper --plan` the paper-scale "not run" reasons cite: the 2-core CPU idle (the campaign's

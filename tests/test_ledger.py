@@ -182,26 +182,6 @@ def test_ledger_missing_csv_is_not_run_only_with_a_reason(tmp_path):
         ledger.decide(silent, "small", tmp_path)
 
 
-def test_ledger_few_seeds_states_its_reason_at_small_scale_only(tmp_path):
-    (tmp_path / "p").mkdir()
-    pd.DataFrame({"seed": [0], "method": ["A"], "v": [1.0]}).to_csv(tmp_path / "p" / "x.csv", index=False)
-    c = Claim("c", "p", "i", "w", "v", Measure("x.csv", "v", by="method", seed="seed"), Order(("A",)))
-    [budget] = ledger.with_few_seeds([c], {"x.csv": "3 seeds take 60 min"})
-    verdict = ledger.decide(budget, "small", tmp_path)
-    assert verdict.label == "inconclusive" and verdict.reason.endswith(": 3 seeds take 60 min")
-    assert ledger.decide(c, "small", tmp_path).reason == "1 seed (a verdict needs 3)"
-    assert ledger.with_few_seeds([c], {"y.csv": "other"}) == [c]
-
-
-def test_ledger_seed_budget_says_what_the_csv_holds_and_what_the_notebook_runs():
-    waiting, fewer = ledger.seed_budget(2, 114.7, 42.8), ledger.seed_budget(2, 60.0, 50.0, runs=2)
-    assert waiting.startswith("the committed CSV holds 2 seeds; the notebook now runs 3 (")
-    assert "≈ 43 min idle, 115 loaded" in waiting and waiting.endswith("waits for that render")
-    assert "3 would take ≈ 75 min" in fewer
-    assert fewer.endswith(f"over the {ledger.SMALL_BUDGET_MINUTES}-minute small-scale budget")
-    assert ledger.SMALL_BUDGET_MINUTES == 60
-
-
 def test_ledger_claim_ids_are_unique_and_every_label_is_one_of_five():
     claims = ledger.claims()
     assert len({c.id for c in claims}) == len(claims) > 0
