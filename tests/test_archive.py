@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from fedkit import Config, archive, run
+from fedkit.errors import FedkitError
 from fedkit.figures import run_notebooks
 from fedkit.runner import run_together
 
@@ -61,7 +62,7 @@ def test_dropped_runs_leave_the_archive_and_the_others_stay_exact(tmp_path):
     pd.testing.assert_frame_equal(back[a.key()].rounds, ha.rounds)
     pd.testing.assert_frame_equal(back[a.key()].clients, ha.clients)
     assert archive.drop(path, [b.key()]) == []
-    with pytest.raises(archive.FedkitError, match="without one"):
+    with pytest.raises(FedkitError, match="without one"):
         archive.drop(path, [a.key()])
     assert list(archive.read(path)) == [a.key()]
 
