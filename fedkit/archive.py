@@ -4,9 +4,9 @@ a reviewer can recompute any curve from committed data.
 
 A notebook rendered at a scale writes ``figures/<paper>/[paper/]runs/<notebook>.parquet``: every run of its process,
 one row per (run, round) with the run's config key in column ``key``. Beside it ``<notebook>.clients.parquet`` holds
-the per-client rows, and the rounds file's metadata holds each run's config, its divergence and its training
-provenance (device, GPU model, torch, threads, commit, training seconds). Models are not archived: an archived run
-trains when its weights or snapshots are first read (``Archived``), on this machine, into the run cache.
+the per-client rows, and the rounds file's metadata holds each run's config, its divergence, its model's length and
+its training provenance (device, GPU model, torch, threads, commit, training seconds). Models are not archived: an
+archived run trains when its weights or snapshots are first read (``Archived``), on this machine, into the run cache.
 
 Rendering reads a run from the archive when the run cache lacks it (``runner.Run``).
 """
@@ -56,6 +56,7 @@ def drop(path: str | Path, keys: list[str]) -> list[str]:
 
 def _store(path: Path, histories: dict[str, History]) -> None:
     runs = {key: {"config": h.config, "diverged": h.diverged, "ended_early": h.ended_early,
+                  "parameters": _known_parameters(h),
                   "provenance": {k: v for k, v in h.provenance.items() if k != "archive"},
                   "rounds": list(h.rounds.columns), "clients": list(h.clients.columns)}
             for key, h in sorted(histories.items())}
@@ -79,14 +80,32 @@ def read(path: str | Path) -> dict[str, History]:
     def rows(frame: pd.DataFrame, key: str, columns: list[str]) -> pd.DataFrame:
         return frame.loc[frame["key"] == key, columns].reset_index(drop=True)
 
-    return {key: Archived(run["config"], rows(rounds, key, run["rounds"]), rows(clients, key, run["clients"]),
-                          run["diverged"], run["ended_early"], provenance={**run["provenance"], "archive": str(path)})
-            for key, run in runs.items()}
+    histories = {}
+    for key, run in runs.items():
+        histories[key] = h = Archived(run["config"], rows(rounds, key, run["rounds"]),
+                                      rows(clients, key, run["clients"]), run["diverged"], run["ended_early"],
+                                      provenance={**run["provenance"], "archive": str(path)})
+        h.recorded_parameters = run.get("parameters")
+    return histories
+
+
+def _known_parameters(h: History) -> int | None:
+    """The flat model's length where it is known without training: an archived run's as its archive recorded it."""
+    if isinstance(h, Archived):
+        return h.recorded_parameters
+    return None if h.weights is None else h.parameters
 
 
 class Archived(History):
     """A run read from the archive: its records at once; its final model and snapshots, which the archive does not
-    keep, trained on first use (``runner.run`` with the archive off, so into the run cache)."""
+    keep, trained on first use (``runner.run`` with the archive off, so into the run cache); its model's length as
+    recorded, so that traffic in model units needs no training."""
+
+    recorded_parameters: int | None = None
+
+    @property
+    def parameters(self) -> int:
+        return self.recorded_parameters or super().parameters
 
     @property
     def weights(self):

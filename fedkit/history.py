@@ -27,6 +27,11 @@ class History:
     provenance: dict = field(default_factory=dict)  # the training machine and seconds (``fedkit.provenance``)
 
     @property
+    def parameters(self) -> int:
+        """The flat model's length: the floats one model transfer carries."""
+        return self.weights.numel()
+
+    @property
     def final_accuracy(self) -> float:
         return float(self.rounds["test_accuracy"].iloc[-1]) if not self.diverged else math.nan
 

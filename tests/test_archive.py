@@ -75,6 +75,7 @@ def test_a_run_missing_from_the_cache_is_read_from_the_archive_without_training(
     monkeypatch.setattr(sys.modules["fedkit.runner"], "Federation", lambda cfg: pytest.fail("retrained"))
     again = run(cfg, cache=tmp_path / "empty_cache", progress=False)
     pd.testing.assert_frame_equal(again.rounds, trained.rounds)
+    assert again.parameters == trained.weights.numel() == 64 * 32 + 32 + 32 * 10 + 10  # the model units of traffic
     assert not (tmp_path / "empty_cache" / cfg.key()).exists()  # read, not copied into the cache
     other = digits_config(rounds=2, seed=5)
     with pytest.raises(pytest.fail.Exception, match="retrained"):  # a run the archive lacks trains

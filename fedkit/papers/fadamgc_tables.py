@@ -123,7 +123,7 @@ def table2_traffic(histories: dict, d: str, methods, seeds) -> list[dict]:
     for m in methods:
         for s in seeds:
             h = histories[m, s]
-            unit = 4 * h.weights.numel()
+            unit = 4 * h.parameters
             rows.append({"dataset": d, "method": m, "seed": s, "unit_bytes": unit, **round_traffic(h, unit),
                          "paper_seconds": paper_seconds[m],
                          "paper_transfers": (paper_seconds[m] - paper_compute) / (P.transfer_steps() * P.STEP_SECONDS)})
