@@ -56,7 +56,7 @@ def drop(path: str | Path, keys: list[str]) -> list[str]:
 
 def _store(path: Path, histories: dict[str, History]) -> None:
     runs = {key: {"config": h.config, "diverged": h.diverged, "ended_early": h.ended_early,
-                  "parameters": _known_parameters(h),
+                  "parameters": h.parameters,
                   "provenance": {k: v for k, v in h.provenance.items() if k != "archive"},
                   "rounds": list(h.rounds.columns), "clients": list(h.clients.columns)}
             for key, h in sorted(histories.items())}
@@ -80,32 +80,19 @@ def read(path: str | Path) -> dict[str, History]:
     def rows(frame: pd.DataFrame, key: str, columns: list[str]) -> pd.DataFrame:
         return frame.loc[frame["key"] == key, columns].reset_index(drop=True)
 
-    histories = {}
-    for key, run in runs.items():
-        histories[key] = h = Archived(run["config"], rows(rounds, key, run["rounds"]),
-                                      rows(clients, key, run["clients"]), run["diverged"], run["ended_early"],
-                                      provenance={**run["provenance"], "archive": str(path)})
-        h.recorded_parameters = run.get("parameters")
-    return histories
-
-
-def _known_parameters(h: History) -> int | None:
-    """The flat model's length where it is known without training: an archived run's as its archive recorded it."""
-    if isinstance(h, Archived):
-        return h.recorded_parameters
-    return None if h.weights is None else h.parameters
+    return {key: Archived(run["config"], rows(rounds, key, run["rounds"]), rows(clients, key, run["clients"]),
+                          run["diverged"], run["ended_early"], provenance={**run["provenance"], "archive": str(path)},
+                          parameters=run.get("parameters"))  # None in a file archived before it was recorded
+            for key, run in runs.items()}
 
 
 class Archived(History):
     """A run read from the archive: its records at once; its final model and snapshots, which the archive does not
     keep, trained on first use (``runner.run`` with the archive off, so into the run cache); its model's length as
-    recorded, so that traffic in model units needs no training."""
+    the archive recorded it, so that traffic in model units needs no training."""
 
-    recorded_parameters: int | None = None
-
-    @property
-    def parameters(self) -> int:
-        return self.recorded_parameters or super().parameters
+    def __post_init__(self):  # ``parameters`` comes from the archive: reading ``weights`` here would train
+        pass
 
     @property
     def weights(self):

@@ -25,11 +25,11 @@ class History:
     weights: torch.Tensor | None = field(default=None, repr=False)  # final global model (flat)
     models: dict[int, torch.Tensor] = field(default_factory=dict, repr=False)  # round -> global model (snapshots)
     provenance: dict = field(default_factory=dict)  # the training machine and seconds (``fedkit.provenance``)
+    parameters: int | None = None  # the flat model's length, the floats one model transfer carries (from weights)
 
-    @property
-    def parameters(self) -> int:
-        """The flat model's length: the floats one model transfer carries."""
-        return self.weights.numel()
+    def __post_init__(self):
+        if self.parameters is None and self.weights is not None:
+            self.parameters = self.weights.numel()
 
     @property
     def final_accuracy(self) -> float:

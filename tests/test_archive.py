@@ -10,6 +10,7 @@ import torch
 from fedkit import Config, archive, run
 from fedkit.errors import FedkitError
 from fedkit.figures import run_notebooks
+from fedkit.models.registry import build_model, count_parameters
 from fedkit.runner import run_together
 
 
@@ -112,8 +113,10 @@ def test_a_rendered_notebook_archives_its_runs_and_renders_again_from_the_archiv
     assert archived in first.written
     csv = tmp_path / "figures" / "peers" / "scaffold_placement.csv"
     before = csv.read_text()
-    keys = set(json.loads(archive.pq.read_schema(archived).metadata[archive.META]))
-    assert keys == set(json.loads(csv.with_suffix(".provenance.json").read_text())["runs"])
+    runs = json.loads(archive.pq.read_schema(archived).metadata[archive.META])
+    assert set(runs) == set(json.loads(csv.with_suffix(".provenance.json").read_text())["runs"])
+    cnn = count_parameters(build_model("cnn", (1, 28, 28), 10))  # the model's length, kept without the model
+    assert {run["parameters"] for run in runs.values()} == {cnn}
 
     monkeypatch.setenv("FEDKIT_CACHE", str(tmp_path / "empty_cache"))  # a fresh machine: no run cache
     [again] = run_notebooks([notebook], scale="ci", output_dir=tmp_path / "executed")
