@@ -36,6 +36,7 @@ class NotebookPlan:
     finished: int = 0  # runs the cache holds finished (on the target device or one of ``runner.cached_devices()``)
     part_way: int = 0  # runs the cache holds a checkpoint of: their rounds left are counted
     archived: int = 0  # runs the cache lacks and the committed run archive holds: a render reads them, no training
+    conditional: int = 0  # untrained runs a notebook trains only where an earlier result calls for one (label "…?")
 
 
 def listed_runs(notebook: Path, scale: str, seed: int = 0, device: str = "cpu") -> tuple[dict[str, Config] | None, str]:
@@ -153,12 +154,18 @@ class Planner:
 
         runs, note = matching_runs(notebook, scale, seed, self.target, match)
         out = NotebookPlan(notebook, runs, note)
+        labels = {}
+        for label, c in (runs or {}).items():
+            labels.setdefault(c.key(), []).append(label)
         for cfg in {c.key(): c for c in (runs or {}).values()}.values():
             left = rounds_left(cfg)
             if left == 0:
                 in_cache = finished_run(cfg, default_cache(), archived=False) is not None
                 out.finished += in_cache
                 out.archived += not in_cache
+                continue
+            if all(label.endswith("?") for label in labels[cfg.key()]):
+                out.conditional += 1
                 continue
             out.part_way += left < cfg.rounds
             why = self.missing(cfg)
@@ -198,7 +205,7 @@ def _span(values) -> str:
 
 def _cached(p: NotebookPlan) -> str:
     parts = [f"{p.finished} done"] * bool(p.finished) + [f"{p.part_way} part-way"] * bool(p.part_way) + \
-        [f"{p.archived} archived"] * bool(p.archived)
+        [f"{p.archived} archived"] * bool(p.archived) + [f"{p.conditional} conditional"] * bool(p.conditional)
     return ", ".join(parts) or "-"
 
 
@@ -236,11 +243,12 @@ def print_plan(plans: list[NotebookPlan], planner: Planner, scale: str, seconds:
         where += f" (no CUDA device here: these are CPU minutes, not {planner.target} minutes)"
     print(f"\n{scale} scale: {sum(len({c.key() for c in p.runs.values()}) for p in plans if p.runs)} runs "
           f"({sum(p.finished for p in plans)} finished in the cache, {sum(p.part_way for p in plans)} part-way, "
-          f"{sum(p.archived for p in plans)} only in the committed run archive), "
+          f"{sum(p.archived for p in plans)} only in the committed run archive, "
+          f"{sum(p.conditional for p in plans)} conditional: trained only where an earlier result calls for one), "
           f"{total:.1f} predicted minutes left for those with data ({unpredicted} on missing or unfit data: none)",
           file=file)
-    print(f"minutes: local training only (no evaluation, a run finished in the cache or archived counted 0 (a "
-          f"notebook that reads an archived run's model trains it) and a part-way one by its rounds left, seeds "
+    print(f"minutes: local training only (no evaluation, a run finished in the cache, archived or conditional counted "
+          f"0 (a notebook that reads an archived run's model trains it) and a part-way one by its rounds left, seeds "
           f"counted one by one), "
           f"extrapolated as rounds × local steps × clients per round from {len(planner.steps)} probes of FedAvg's "
           f"local steps per (data, model, batch, optimizer, engine, clients) measured on {where}; probes "

@@ -123,3 +123,13 @@ def test_figures_plan_takes_match_and_refuses_a_bad_one(capsys):
 def test_figures_plan_refuses_notebook_parameters(capsys):
     assert main(["figures", str(DRIFT), "--plan", "-p", "n_seeds=2"]) == 2
     assert "--plan lists the notebooks' runs with their default parameters" in capsys.readouterr().err
+
+
+def test_plan_counts_conditional_runs_apart_from_the_minutes(tmp_path, monkeypatch):
+    monkeypatch.setenv("FEDKIT_CACHE", str(tmp_path))  # nothing trained: TACO with detection off stays conditional
+    notebook = NOTEBOOKS / "taco" / "table5_fig4_fig5_table3_dirichlet.ipynb"
+    planner = Planner("cpu")
+    every, unconditional = planner.notebook(notebook, "ci", 0), planner.notebook(notebook, "ci", 0, match=r"[^?]$")
+    conditional = {c.key() for label, c in every.runs.items() if label.endswith("?")}
+    assert every.conditional == len(conditional) > 0 and unconditional.conditional == 0
+    assert unconditional.minutes > 0 and every.minutes == pytest.approx(unconditional.minutes)
