@@ -155,3 +155,16 @@ def lookup(key: str) -> History | None:
     """The archived run of config ``key``, or None."""
     path = index(root()).get(key)
     return None if path is None else read(path)[key]
+
+
+def coverage(figures: Path) -> pd.DataFrame:
+    """Per committed figure under ``figures`` (its provenance file): its scale, the runs it read and how many of them
+    the run archive holds. A figure whose runs are all archived renders on a fresh clone without training them."""
+    held = index(figures.absolute())
+    rows = []
+    for path in sorted(figures.rglob("*.provenance.json")):
+        provenance = json.loads(path.read_text())
+        keys = set(provenance.get("runs", {}))
+        rows.append({"figure": str(path.relative_to(figures)).removesuffix(".provenance.json"),
+                     "scale": provenance.get("scale"), "runs": len(keys), "archived": len(keys & set(held))})
+    return pd.DataFrame(rows, columns=["figure", "scale", "runs", "archived"])

@@ -525,6 +525,16 @@ def cmd_cache(args) -> int:
     from .runner import default_cache
 
     root = args.dir or default_cache()
+    if args.action == "archive":
+        from . import archive
+
+        coverage = archive.coverage(archive.root())
+        short = coverage[coverage["archived"] < coverage["runs"]]
+        for row in short.itertuples():
+            print(f"{row.figure} ({row.scale}): {row.archived} of its {row.runs} runs archived")
+        print(f"{len(coverage)} committed figures under {archive.root()}: {len(coverage) - len(short)} with every run "
+              f"they read archived, {len(short)} lacking {int((short['runs'] - short['archived']).sum())} run(s)")
+        return 0
     if args.action in ("carry", "restore"):
         from .cache import carry, restore
         from .figures import repo_root
@@ -652,9 +662,11 @@ def parser() -> argparse.ArgumentParser:
     p = sub.add_parser("cache", help="list the run cache's entries, or clean what runs set aside as corrupt",
                        description="Lists the cached runs (size, age, algorithm, finished or not); 'clean' removes "
                                    "the entries and checkpoints that runs set aside as corrupt.")
-    p.add_argument("action", nargs="?", choices=("list", "clean", "carry", "restore"), default="list",
+    p.add_argument("action", nargs="?", choices=("list", "clean", "carry", "restore", "archive"), default="list",
                    help="list; clean; carry: copy the unfinished runs' newest checkpoints into the checkout's "
-                        f"{CARRY}/ (to commit); restore: put them back into the cache where it has no later round")
+                        f"{CARRY}/ (to commit); restore: put them back into the cache where it has no later round; "
+                        "archive: the committed figures whose runs the committed run archive lacks (a fresh clone "
+                        "trains those to render them)")
     p.add_argument("--dry-run", action="store_true", help="clean: only say what would be removed")
     p.add_argument("--dir", type=_existing_dir, default=None,
                    help="the cache, a folder (default $FEDKIT_CACHE or ~/.cache/fedkit/runs)")

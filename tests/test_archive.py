@@ -123,3 +123,23 @@ def test_a_rendered_notebook_archives_its_runs_and_renders_again_from_the_archiv
     assert again.error is None, again.error
     assert not (tmp_path / "empty_cache").exists() or not any((tmp_path / "empty_cache").iterdir())  # nothing trained
     assert csv.read_text() == before
+
+
+def test_archive_coverage_names_the_figures_whose_runs_the_archive_lacks(tmp_path, monkeypatch, capsys):
+    from fedkit.cli import main
+
+    a, b = digits_config(seed=0), digits_config(seed=1)
+    ha, _ = run_together([a, b], cache=tmp_path / "cache", progress=False)
+    figures = tmp_path / "figures"
+    archive.write(figures / "paper_x", "nb", {a.key(): ha})
+    (figures / "paper_x" / "both.provenance.json").write_text(json.dumps({"scale": "ci", "runs": {a.key(): {},
+                                                                                                  b.key(): {}}}))
+    (figures / "paper_x" / "one.provenance.json").write_text(json.dumps({"scale": "ci", "runs": {a.key(): {}}}))
+    monkeypatch.setenv("FEDKIT_FIGURES", str(figures))
+    assert archive.coverage(figures).to_dict("records") == [
+        {"figure": "paper_x/both", "scale": "ci", "runs": 2, "archived": 1},
+        {"figure": "paper_x/one", "scale": "ci", "runs": 1, "archived": 1}]
+    assert main(["cache", "archive"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "paper_x/both (ci): 1 of its 2 runs archived"
+    assert out[-1].endswith(": 1 with every run they read archived, 1 lacking 1 run(s)") and len(out) == 2
