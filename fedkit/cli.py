@@ -640,7 +640,8 @@ def parser() -> argparse.ArgumentParser:
                    help="render nothing: train the notebooks' listed runs into the run cache, each config's seeds in "
                         "one stack, --workers configs at once, then stop (the notebooks read the cache)")
     p.add_argument("--workers", type=_positive_int, default=None, metavar="INT",
-                   help="--precompute: processes at once (default 1)")
+                   help="--precompute: processes at once (default 1), each with $OMP_NUM_THREADS torch threads "
+                        "where set, else the cores shared out")
     p.add_argument("--minutes", type=_positive_float, default=None, metavar="FLOAT",
                    help="--precompute: start no run, and continue none past a round, after this many minutes "
                         "(a run cut off keeps its checkpoint)")

@@ -116,6 +116,16 @@ def _train(configs: list[dict], deadline: float, threads: int, parent: int | Non
     return {"status": "done", "seconds": time.time() - start, "final %": " ".join(finals)}
 
 
+def worker_threads(workers: int) -> int:
+    """Torch threads per worker: $OMP_NUM_THREADS where set (1 beside other work), else the cores shared out."""
+    given = os.environ.get("OMP_NUM_THREADS", "")
+    if not given:
+        return max(1, (os.cpu_count() or 1) // workers)
+    if not given.isdigit() or int(given) < 1:
+        raise FedkitError(f"OMP_NUM_THREADS={given!r} is not a positive whole number")
+    return int(given)
+
+
 def precompute(notebooks, scale: str, device: str = "cpu", seed: int = 0, workers: int = 1,
                minutes: float | None = None, match: str | None = None, log: str | Path | None = None) -> list[dict]:
     """Train every listed run of ``notebooks`` at ``scale`` into the run cache, ``workers`` groups at a time, none
@@ -123,11 +133,11 @@ def precompute(notebooks, scale: str, device: str = "cpu", seed: int = 0, worker
     as each ends."""
     if workers < 1:
         raise FedkitError(f"workers must be at least 1, got {workers}")
+    threads = worker_threads(workers)
     groups, skipped = listed_groups(notebooks, scale, device, seed, match)
     for name, why in sorted(skipped.items()):
         print(f"precompute: runs on {name} left out: {why}", file=sys.stderr)
     deadline = time.time() + (60 * minutes if minutes is not None else float("inf"))
-    threads = max(1, (os.cpu_count() or 1) // workers)
     rows, writer = [], None
     handle = open(log, "a", newline="") if log is not None else None
     try:

@@ -53,6 +53,7 @@ class InlinePool:
 @pytest.fixture
 def inline(monkeypatch, tmp_path):
     monkeypatch.setenv("FEDKIT_CACHE", str(tmp_path / "runs"))
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)  # the workers share the cores out
     monkeypatch.setattr(pc, "ProcessPoolExecutor", InlinePool)
     threads = []
     monkeypatch.setattr(torch, "set_num_threads", threads.append)  # _train's setting must not leak into the session
@@ -142,6 +143,18 @@ def test_precompute_past_the_deadline_and_bad_workers(inline, monkeypatch):
     assert row["status"] == "not started (deadline)" and row["seconds"] == 0.0 and row["final %"] == ""
     with pytest.raises(FedkitError, match="workers must be at least 1, got 0"):
         precompute([TOY], "ci", workers=0)
+
+
+def test_worker_threads_follow_omp_num_threads_where_set_else_share_the_cores(monkeypatch):
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 8)
+    assert (pc.worker_threads(1), pc.worker_threads(3), pc.worker_threads(16)) == (8, 2, 1)
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")  # one thread beside other work, whatever the workers
+    assert (pc.worker_threads(1), pc.worker_threads(2)) == (1, 1)
+    for bad in ("0", "two", "-1"):
+        monkeypatch.setenv("OMP_NUM_THREADS", bad)
+        with pytest.raises(FedkitError, match=f"OMP_NUM_THREADS='{bad}' is not a positive whole number"):
+            precompute([TOY], "ci")
 
 
 def history() -> History:
