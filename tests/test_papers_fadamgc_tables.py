@@ -2,7 +2,6 @@
 import numpy as np
 import pandas as pd
 import pytest
-import torch
 
 from fedkit.history import History
 from fedkit.papers import fadamgc as P
@@ -102,7 +101,7 @@ def test_time_follows_traffic():
 
 def test_table2_traffic_paper_columns():
     runs = {("FAdamGC", 0): history([0.1, 0.2], up=40.0, down=80.0, clients=1)}
-    runs["FAdamGC", 0].weights = torch.zeros(10)
+    runs["FAdamGC", 0].parameters = 10  # a 10-float model: 40 bytes a transfer
     row = F.table2_traffic(runs, "fmnist", ["FAdamGC"], [0])[0]
     assert (row["unit_bytes"], row["down"], row["up"]) == (40, 2.0, 1.0)
     minutes, rounds = P.TABLE2_MINUTES.loc["CIFAR-10", "FAdamGC"][0], P.TABLE2_ROUNDS.loc["CIFAR-10", "FAdamGC"][0]
