@@ -160,11 +160,11 @@ def lookup(key: str) -> History | None:
 def coverage(figures: Path) -> pd.DataFrame:
     """Per committed figure under ``figures`` (its provenance file): its scale, the runs it read and how many of them
     the run archive holds. A figure whose runs are all archived renders on a fresh clone without training them."""
-    held = index(figures.absolute())
+    held = set(index(figures.absolute()))
     rows = []
     for path in sorted(figures.rglob("*.provenance.json")):
         provenance = json.loads(path.read_text())
         keys = set(provenance.get("runs", {}))
         rows.append({"figure": str(path.relative_to(figures)).removesuffix(".provenance.json"),
-                     "scale": provenance.get("scale"), "runs": len(keys), "archived": len(keys & set(held))})
+                     "scale": provenance.get("scale"), "runs": len(keys), "archived": len(keys & held)})
     return pd.DataFrame(rows, columns=["figure", "scale", "runs", "archived"])
