@@ -154,10 +154,11 @@ class Planner:
 
         runs, note = matching_runs(notebook, scale, seed, self.target, match)
         out = NotebookPlan(notebook, runs, note)
-        labels = {}
+        configs, labels = {}, {}  # by key: a config listed under several labels plans once
         for label, c in (runs or {}).items():
+            configs[c.key()] = c
             labels.setdefault(c.key(), []).append(label)
-        for cfg in {c.key(): c for c in (runs or {}).values()}.values():
+        for cfg in configs.values():
             left = rounds_left(cfg)
             if left == 0:
                 in_cache = finished_run(cfg, default_cache(), archived=False) is not None
