@@ -95,6 +95,10 @@ class Archived(History):
         pass
 
     @property
+    def model_at_hand(self) -> bool:
+        return self._weights is not None
+
+    @property
     def weights(self):
         return self._trained()[0]
 
@@ -135,7 +139,7 @@ def index(root: Path) -> dict[str, Path]:
     """The archive file that holds each config key, over every archive under ``root`` (read from metadata only)."""
     found = {}
     for path in sorted(root.glob(f"**/{FOLDER}/*.parquet")):
-        if path.name.endswith(".clients.parquet"):
+        if path.name.endswith((".clients.parquet", ".derived.parquet")):
             continue
         try:
             found.update(dict.fromkeys(json.loads(pq.read_schema(path).metadata[META]), path))
@@ -159,12 +163,16 @@ def lookup(key: str) -> History | None:
 
 def coverage(figures: Path) -> pd.DataFrame:
     """Per committed figure under ``figures`` (its provenance file): its scale, the runs it read and how many of them
-    the run archive holds. A figure whose runs are all archived renders on a fresh clone without training them."""
-    held = set(index(figures.absolute()))
+    the run archive holds, and the same for the tables it computed from models (``fedkit.derived``). A figure whose
+    runs and tables are all archived renders on a fresh clone without training."""
+    from . import derived
+
+    held, tables = set(index(figures.absolute())), set(derived.index(figures.absolute()))
     rows = []
     for path in sorted(figures.rglob("*.provenance.json")):
         provenance = json.loads(path.read_text())
-        keys = set(provenance.get("runs", {}))
+        keys, used = set(provenance.get("runs", {})), set(provenance.get("derived", {}))
         rows.append({"figure": str(path.relative_to(figures)).removesuffix(".provenance.json"),
-                     "scale": provenance.get("scale"), "runs": len(keys), "archived": len(keys & held)})
-    return pd.DataFrame(rows, columns=["figure", "scale", "runs", "archived"])
+                     "scale": provenance.get("scale"), "runs": len(keys), "archived": len(keys & held),
+                     "tables": len(used), "tables_archived": len(used & tables)})
+    return pd.DataFrame(rows, columns=["figure", "scale", "runs", "archived", "tables", "tables_archived"])

@@ -529,11 +529,15 @@ def cmd_cache(args) -> int:
         from . import archive
 
         coverage = archive.coverage(archive.root())
-        short = coverage[coverage["archived"] < coverage["runs"]]
-        for row in short.itertuples():
-            print(f"{row.figure} ({row.scale}): {row.archived} of its {row.runs} runs archived")
+        runs_short = coverage["archived"] < coverage["runs"]
+        tables_short = coverage["tables_archived"] < coverage["tables"]
+        for row in coverage[runs_short | tables_short].itertuples():
+            print(f"{row.figure} ({row.scale}): {row.archived} of its {row.runs} runs archived"
+                  + (f", {row.tables_archived} of its {row.tables} tables from models" if row.tables else ""))
+        short = coverage[runs_short | tables_short]
         print(f"{len(coverage)} committed figures under {archive.root()}: {len(coverage) - len(short)} with every run "
-              f"they read archived, {len(short)} lacking {int((short['runs'] - short['archived']).sum())} run(s)")
+              f"and table they read archived, {len(short)} lacking {int((short['runs'] - short['archived']).sum())} "
+              f"run(s) and {int((short['tables'] - short['tables_archived']).sum())} table(s)")
         return 0
     if args.action in ("carry", "restore"):
         from .cache import carry, restore
@@ -666,8 +670,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("action", nargs="?", choices=("list", "clean", "carry", "restore", "archive"), default="list",
                    help="list; clean; carry: copy the unfinished runs' newest checkpoints into the checkout's "
                         f"{CARRY}/ (to commit); restore: put them back into the cache where it has no later round; "
-                        "archive: the committed figures whose runs the committed run archive lacks (a fresh clone "
-                        "trains those to render them)")
+                        "archive: the committed figures whose runs or tables from models the committed run archive "
+                        "lacks (a fresh clone trains those to render them)")
     p.add_argument("--dry-run", action="store_true", help="clean: only say what would be removed")
     p.add_argument("--dir", type=_existing_dir, default=None,
                    help="the cache, a folder (default $FEDKIT_CACHE or ~/.cache/fedkit/runs)")

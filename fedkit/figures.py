@@ -16,7 +16,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import archive
+from . import archive, derived
 from .provenance import code_state
 
 SCALES = ("ci", "small", "paper")
@@ -71,8 +71,11 @@ def save_table(data, paper: str, name: str, scale: str | None = None) -> Path:
     _log_written([csv, provenance])
     from .runner import finished_histories
 
-    archived = archive.write(csv.parent, os.environ.get(NOTEBOOK, name), finished_histories())
+    notebook = os.environ.get(NOTEBOOK, name)
+    archived = archive.write(csv.parent, notebook, finished_histories())
+    tables = derived.write(csv.parent, notebook)
     _log_written([archived, archived.with_suffix(".clients.parquet")] if archived else [])
+    _log_written([tables] if tables else [])
     return csv
 
 
@@ -93,7 +96,7 @@ def record_provenance(scale: str) -> dict:
     runs (and fedkit/'s uncommitted changes then, if any), the scale, torch's thread count, the seconds since fedkit
     was imported (about the notebook's wall time), and every run of this process by config key (algorithm files are
     what the ledger checks for staleness) with where and how long it trained (empty for a run trained before
-    histories recorded it)."""
+    histories recorded it), and the tables it computed from models (``fedkit.derived``), if any."""
     import torch
 
     from . import IMPORTED_AT
@@ -110,7 +113,8 @@ def record_provenance(scale: str) -> dict:
             "scale": scale, "threads": torch.get_num_threads(), "torch": torch.__version__,
             "seconds": round(time.time() - IMPORTED_AT, 1),
             "seeds": sorted({run["seed"] for run in runs.values()}),
-            "devices": sorted({run["device"] for run in runs.values()}), "runs": runs}
+            "devices": sorted({run["device"] for run in runs.values()}), "runs": runs,
+            **({"derived": derived.used()} if derived.used() else {})}
 
 
 CODE_STATE = code_state()  # at import: a notebook imports this before its runs, so it names the code they ran

@@ -32,6 +32,11 @@ class History:
             self.parameters = self.weights.numel()
 
     @property
+    def model_at_hand(self) -> bool:
+        """Whether reading ``weights`` and ``models`` trains nothing (False for an archived run not trained here)."""
+        return True
+
+    @property
     def final_accuracy(self) -> float:
         return float(self.rounds["test_accuracy"].iloc[-1]) if not self.diverged else math.nan
 

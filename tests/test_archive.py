@@ -137,9 +137,13 @@ def test_archive_coverage_names_the_figures_whose_runs_the_archive_lacks(tmp_pat
     (figures / "paper_x" / "one.provenance.json").write_text(json.dumps({"scale": "ci", "runs": {a.key(): {}}}))
     monkeypatch.setenv("FEDKIT_FIGURES", str(figures))
     assert archive.coverage(figures).to_dict("records") == [
-        {"figure": "paper_x/both", "scale": "ci", "runs": 2, "archived": 1},
-        {"figure": "paper_x/one", "scale": "ci", "runs": 1, "archived": 1}]
+        {"figure": "paper_x/both", "scale": "ci", "runs": 2, "archived": 1, "tables": 0, "tables_archived": 0},
+        {"figure": "paper_x/one", "scale": "ci", "runs": 1, "archived": 1, "tables": 0, "tables_archived": 0}]
+    (figures / "paper_x" / "surface.provenance.json").write_text(json.dumps({"scale": "ci", "runs": {a.key(): {}},
+                                                                             "derived": {"0123abcd": {}}}))
     assert main(["cache", "archive"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "paper_x/both (ci): 1 of its 2 runs archived"
-    assert out[-1].endswith(": 1 with every run they read archived, 1 lacking 1 run(s)") and len(out) == 2
+    assert out[1] == "paper_x/surface (ci): 1 of its 1 runs archived, 0 of its 1 tables from models"
+    assert out[-1].endswith(": 1 with every run and table they read archived, 2 lacking 1 run(s) and 1 table(s)")
+    assert len(out) == 3
