@@ -249,8 +249,8 @@ def print_plan(plans: list[NotebookPlan], planner: Planner, scale: str, seconds:
           f"{total:.1f} predicted minutes left for those with data ({unpredicted} on missing or unfit data: none)",
           file=file)
     print(f"minutes: local training only (no evaluation, a run finished in the cache, archived or conditional counted "
-          f"0 (a notebook that reads an archived run's model trains it) and a part-way one by its rounds left, seeds "
-          f"counted one by one), "
+          f"0 (a notebook that reads an archived run's model outside an archived table trains it) and a part-way "
+          f"one by its rounds left, seeds counted one by one), "
           f"extrapolated as rounds × local steps × clients per round from {len(planner.steps)} probes of FedAvg's "
           f"local steps per (data, model, batch, optimizer, engine, clients) measured on {where}; probes "
           f"{planner.probe_seconds:.0f} s, plan {seconds:.0f} s; load average up to {planner.load:.1f} on "
