@@ -137,14 +137,18 @@ def _frames(path: Path) -> tuple[dict, pd.DataFrame, pd.DataFrame]:
 @cache
 def index(root: Path) -> dict[str, Path]:
     """The archive file that holds each config key, over every archive under ``root`` (read from metadata only)."""
+    return keys_in(root, "", META)
+
+
+def keys_in(root: Path, suffix: str, meta: bytes) -> dict[str, Path]:
+    """The file that holds each key, over the ``runs/*<suffix>.parquet`` files under ``root`` whose metadata ``meta``
+    names their keys (no suffix: the runs files themselves)."""
     found = {}
-    for path in sorted(root.glob(f"**/{FOLDER}/*.parquet")):
-        if path.name.endswith((".clients.parquet", ".derived.parquet")):
-            continue
+    for path in sorted(root.glob(f"**/{FOLDER}/*{suffix}.parquet")):
         try:
-            found.update(dict.fromkeys(json.loads(pq.read_schema(path).metadata[META]), path))
-        except Exception:  # noqa: BLE001 - an unreadable file is named when a run is read from it
-            continue
+            found.update(dict.fromkeys(json.loads(pq.read_schema(path).metadata[meta]), path))
+        except Exception:  # noqa: BLE001 - a file without those keys (another kind); an unreadable one is named
+            continue  # when a key is read from it
     return found
 
 

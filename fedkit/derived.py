@@ -92,13 +92,9 @@ def _read(path: Path) -> dict[str, tuple[dict, pd.DataFrame]]:
 @cache
 def index(root: Path) -> dict[str, Path]:
     """The file that holds each table key, over every derived-tables file under ``root`` (metadata only)."""
-    found = {}
-    for path in sorted(root.glob(f"**/runs/*{SUFFIX}")):
-        try:
-            found.update(dict.fromkeys(json.loads(pq.read_schema(path).metadata[META]), path))
-        except Exception:  # noqa: BLE001 - an unreadable file is named when a table is read from it
-            continue
-    return found
+    from .archive import keys_in
+
+    return keys_in(root, ".derived", META)
 
 
 def lookup(k: str) -> pd.DataFrame | None:

@@ -250,7 +250,8 @@ CLAIMS = [
 ]
 # Why each paper-scale CSV is not run (paper_plan: its notebook's runs left, from ledger.PAPER_PLAN_RUN's plan)
 TABLE1_LEFT = (f"{paper_plan(23, 479.3)}; 16 are left now: FedAvg and FedDUAL hold 3 seeds each (CPU slices, "
-               "2026-11-27/28), FedProx and FedNova seeds 0-1, SCAFFOLD seed 0 (2026-11-28/29), the 4 other methods none")
+               "2026-11-27/28), FedProx and FedNova seeds 0-1, SCAFFOLD seed 0 (2026-11-28/29), "
+               "the 4 other methods none")
 CIFARS = "CIFAR-10 and CIFAR-100"
 PAPER_PLAN = {"table1_fmnist.csv": TABLE1_LEFT, "fig4_rounds_to_target.csv": TABLE1_LEFT,
               "table1_cifar10.csv": paper_plan(0, 0, CIFARS, 54), "table1_cifar100.csv": paper_plan(0, 0, CIFARS, 54),
