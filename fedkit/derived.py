@@ -1,6 +1,6 @@
-"""Tables computed from a run's model (a loss surface, per-client gradient norms), kept in the run archive beside
-the run, so that a figure built on them renders on a fresh clone without training the model again (the run archive
-keeps no models).
+"""Tables computed from a run's model or a replay of its training (a loss surface, per-client gradient norms, a
+trace of an algorithm's state), kept in the run archive beside the run, so that a figure built on them renders on a
+fresh clone without training again (the run archive keeps no models).
 
 ``table(history, analysis, compute, **params)`` is the table of (the run, ``analysis``, ``params``): the one this
 process already has, else the archived one, else ``compute()``'s. A render archives every table it used
