@@ -5,7 +5,8 @@ fresh clone without training again (the run archive keeps no models).
 ``table(history, analysis, compute, **params)`` is the table of (the run, ``analysis``, ``params``): the one this
 process already has, else the archived one, else ``compute()``'s. A render archives every table it used
 (``figures.save_table``) in ``runs/<notebook>.derived.parquet``: one row per table row, column ``derived`` naming the
-table, whose run, analysis, parameters, columns and dtypes the file's metadata holds.
+table, whose run, analysis, parameters, columns and dtypes the file's metadata holds. The key does not cover the
+analysis's code: after a fix to it, remove the notebook's derived file (``git rm``) so that its next render recomputes.
 """
 from __future__ import annotations
 
