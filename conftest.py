@@ -47,3 +47,19 @@ def pytest_collection_modifyitems(config, items):
             what = ", ".join(missing) or "the real data sets"
             item.add_marker(pytest.mark.skip(reason=f"needs {what} under $FEDKIT_DATA (set it to a copy of "
                                                     "shared/data)"))
+
+
+@pytest.fixture
+def render_ci(tmp_path, monkeypatch):
+    """Render a notebook at ci scale into ``tmp_path/figures`` with the run cache ``tmp_path/<cache>``; the result,
+    checked to have no error. A cache that is still empty afterwards means the render trained nothing."""
+    from fedkit.figures import run_notebooks
+
+    def render(notebook: str, cache: str):
+        monkeypatch.setenv("FEDKIT_FIGURES", str(tmp_path / "figures"))
+        monkeypatch.setenv("FEDKIT_CACHE", str(tmp_path / cache))
+        [result] = run_notebooks([notebook], scale="ci", output_dir=tmp_path / "executed")
+        assert result.error is None, result.error
+        return result
+
+    return render

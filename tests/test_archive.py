@@ -9,7 +9,6 @@ import torch
 
 from fedkit import Config, archive, run
 from fedkit.errors import FedkitError
-from fedkit.figures import run_notebooks
 from fedkit.models.registry import build_model, count_parameters
 from fedkit.runner import run_together
 
@@ -103,12 +102,8 @@ def test_an_unreadable_archive_is_named(tmp_path):
         archive.read(bad)
 
 
-def test_a_rendered_notebook_archives_its_runs_and_renders_again_from_the_archive_alone(tmp_path, monkeypatch):
-    notebook = "notebooks/peers/scaffold_placement.ipynb"
-    monkeypatch.setenv("FEDKIT_FIGURES", str(tmp_path / "figures"))
-    monkeypatch.setenv("FEDKIT_CACHE", str(tmp_path / "cache"))
-    [first] = run_notebooks([notebook], scale="ci", output_dir=tmp_path / "executed")
-    assert first.error is None, first.error
+def test_a_rendered_notebook_archives_its_runs_and_renders_again_from_the_archive_alone(tmp_path, render_ci):
+    first = render_ci("notebooks/peers/scaffold_placement.ipynb", "cache")
     archived = tmp_path / "figures" / "peers" / "runs" / "scaffold_placement.parquet"
     assert archived in first.written
     csv = tmp_path / "figures" / "peers" / "scaffold_placement.csv"
@@ -118,10 +113,8 @@ def test_a_rendered_notebook_archives_its_runs_and_renders_again_from_the_archiv
     cnn = count_parameters(build_model("cnn", (1, 28, 28), 10))  # the model's length, kept without the model
     assert {run["parameters"] for run in runs.values()} == {cnn}
 
-    monkeypatch.setenv("FEDKIT_CACHE", str(tmp_path / "empty_cache"))  # a fresh machine: no run cache
-    [again] = run_notebooks([notebook], scale="ci", output_dir=tmp_path / "executed")
-    assert again.error is None, again.error
-    assert not (tmp_path / "empty_cache").exists() or not any((tmp_path / "empty_cache").iterdir())  # nothing trained
+    render_ci("notebooks/peers/scaffold_placement.ipynb", "empty_cache")  # a fresh machine: no run cache
+    assert not any((tmp_path / "empty_cache").glob("*"))  # nothing trained
     assert csv.read_text() == before
 
 

@@ -8,7 +8,6 @@ import pytest
 
 from fedkit import Config, archive, derived, run
 from fedkit.errors import FedkitError
-from fedkit.figures import run_notebooks
 
 
 @pytest.fixture(autouse=True)
@@ -81,12 +80,9 @@ def test_bad_tables_and_files_are_named(tmp_path):
         derived._read(bad)
 
 
-def test_a_notebook_reading_models_renders_again_from_the_archive_alone(tmp_path, monkeypatch):
+def test_a_notebook_reading_models_renders_again_from_the_archive_alone(tmp_path, render_ci):
     notebook = "notebooks/feddual/fig1_fig7_loss_landscapes.ipynb"
-    monkeypatch.setenv("FEDKIT_FIGURES", str(tmp_path / "figures"))
-    monkeypatch.setenv("FEDKIT_CACHE", str(tmp_path / "cache"))
-    [first] = run_notebooks([notebook], scale="ci", output_dir=tmp_path / "executed")
-    assert first.error is None, first.error
+    first = render_ci(notebook, "cache")
     tables = tmp_path / "figures" / "feddual" / "runs" / "fig1_fig7_loss_landscapes.derived.parquet"
     assert tables in first.written
     csv = tmp_path / "figures" / "feddual" / "fig1_fig7_sharpness.csv"
@@ -94,9 +90,7 @@ def test_a_notebook_reading_models_renders_again_from_the_archive_alone(tmp_path
     used = json.loads(csv.with_suffix(".provenance.json").read_text())["derived"]
     assert {d["analysis"] for d in used.values()} == {"loss_surface_2d"} and len(used) == 9  # 3 models x 3 seeds
 
-    monkeypatch.setenv("FEDKIT_CACHE", str(tmp_path / "empty_cache"))  # a fresh machine: no run cache, no models
-    [again] = run_notebooks([notebook], scale="ci", output_dir=tmp_path / "executed")
-    assert again.error is None, again.error
-    assert not (tmp_path / "empty_cache").exists() or not any((tmp_path / "empty_cache").iterdir())  # nothing trained
+    render_ci(notebook, "empty_cache")  # a fresh machine: no run cache, no models
+    assert not any((tmp_path / "empty_cache").glob("*"))  # nothing trained
     assert csv.read_text() == before
     assert (archive.coverage(tmp_path / "figures")[["tables", "tables_archived"]].to_numpy() == 9).all()
