@@ -20,6 +20,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from .archive import FOLDER, keys_in, root
 from .errors import FedkitError
 from .history import History, replacing
 
@@ -61,7 +62,7 @@ def write(folder: Path, notebook: str) -> Path | None:
     archived there; nothing when there is none."""
     if not USED:
         return None
-    path = folder / "runs" / f"{notebook}{SUFFIX}"
+    path = folder / FOLDER / f"{notebook}{SUFFIX}"
     path.parent.mkdir(parents=True, exist_ok=True)
     tables = {**(_read(path) if path.exists() else {}), **USED}
     meta = {k: {**description, "columns": list(frame.columns), "dtypes": frame.dtypes.astype(str).tolist()}
@@ -91,16 +92,12 @@ def _read(path: Path) -> dict[str, tuple[dict, pd.DataFrame]]:
 
 
 @cache
-def index(root: Path) -> dict[str, Path]:
-    """The file that holds each table key, over every derived-tables file under ``root`` (metadata only)."""
-    from .archive import keys_in
-
-    return keys_in(root, ".derived", META)
+def index(figures: Path) -> dict[str, Path]:
+    """The file that holds each table key, over every derived-tables file under ``figures`` (metadata only)."""
+    return keys_in(figures, ".derived", META)
 
 
 def lookup(k: str) -> pd.DataFrame | None:
     """The archived table of key ``k``, or None."""
-    from .archive import root
-
     path = index(root()).get(k)
     return None if path is None else _read(path)[k][1]
