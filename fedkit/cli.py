@@ -529,12 +529,10 @@ def cmd_cache(args) -> int:
         from . import archive
 
         coverage = archive.coverage(archive.root())
-        runs_short = coverage["archived"] < coverage["runs"]
-        tables_short = coverage["tables_archived"] < coverage["tables"]
-        for row in coverage[runs_short | tables_short].itertuples():
+        short = coverage[(coverage["archived"] < coverage["runs"]) | (coverage["tables_archived"] < coverage["tables"])]
+        for row in short.itertuples():
             print(f"{row.figure} ({row.scale}): {row.archived} of its {row.runs} runs archived"
                   + (f", {row.tables_archived} of its {row.tables} tables from models" if row.tables else ""))
-        short = coverage[runs_short | tables_short]
         print(f"{len(coverage)} committed figures under {archive.root()}: {len(coverage) - len(short)} with every run "
               f"and table they read archived, {len(short)} lacking {int((short['runs'] - short['archived']).sum())} "
               f"run(s) and {int((short['tables'] - short['tables_archived']).sum())} table(s)")
