@@ -343,3 +343,21 @@ def test_value_cells_drop_spreads_only_when_too_long():
     assert ledger._value_cell(row) == "M0 60.0 ± 1.23 · M1 60.0 ± 1.23 · M2 60.0 ± 1.23 (3 seeds)"
     row = {"fedkit_value": " · ".join(f"Method{i} 60.0 ± 1.23" for i in range(9)), "seeds": 3}
     assert ledger._value_cell(row).endswith("Method8 60.0 (3 seeds, means)") and "±" not in ledger._value_cell(row)
+
+
+def test_a_methods_slice_of_feddual_table1_decides_the_claims_between_its_methods(tmp_path):
+    """A render of some of Table 1's methods (the notebook's ``methods``) decides each claim between two of them;
+    "best of the nine" still needs all nine and stays not run, with its paper-scale reason."""
+    from fedkit.papers import feddual_claims
+
+    finals = {"FedAvg": [0.80, 0.81, 0.80], "SCAFFOLD": [0.70, 0.70, 0.69], "FedNova": [0.77, 0.73, 0.69]}
+    (tmp_path / "feddual" / "paper").mkdir(parents=True)
+    pd.DataFrame([{"method": m, "seed": s, "final_accuracy": a, "dataset": "fmnist"}
+                  for m, accs in finals.items() for s, a in enumerate(accs)]
+                 ).to_csv(tmp_path / "feddual" / "paper" / "table1_fmnist.csv", index=False)
+    claims = {c.id: c for c in feddual_claims.CLAIMS}
+    verdict = lambda cid: ledger.decide(claims[cid], "paper", tmp_path)
+    assert verdict("feddual-t1-fmnist-scaffold-fails").label == "reproduced"  # 10, 11, 11 points: ≥ 5 on each seed
+    assert verdict("feddual-t1-fmnist-fednova-fails").label == "inconclusive"  # 3, 8, 11 points: 2 of 3 seeds
+    best = verdict("feddual-t1-fmnist-best")
+    assert best.label == "not run" and "paper scale not run yet" in best.reason
