@@ -529,13 +529,18 @@ def cmd_cache(args) -> int:
         from . import archive
 
         coverage = archive.coverage(archive.root())
-        short = coverage[(coverage["archived"] < coverage["runs"]) | (coverage["tables_archived"] < coverage["tables"])]
+        lacking = coverage["runs"] - coverage["archived"] - coverage["timed"]
+        short = coverage[(lacking > 0) | (coverage["tables_archived"] < coverage["tables"])]
         for row in short.itertuples():
             print(f"{row.figure} ({row.scale}): {row.archived} of its {row.runs} runs archived"
+                  + (f", {row.timed} timed here" if row.timed else "")
                   + (f", {row.tables_archived} of its {row.tables} tables from models" if row.tables else ""))
+        timed = coverage[coverage["timed"] > 0]
         print(f"{len(coverage)} committed figures under {archive.root()}: {len(coverage) - len(short)} with every run "
-              f"and table they read archived, {len(short)} lacking {int((short['runs'] - short['archived']).sum())} "
-              f"run(s) and {int((short['tables'] - short['tables_archived']).sum())} table(s)")
+              "and table they read archived" + (f" ({len(timed)} of them time {int(timed['timed'].sum())} run(s) "
+                                                "again on the machine at hand, by design)" if len(timed) else "")
+              + f", {len(short)} lacking {int(lacking[short.index].sum())} run(s) and "
+              f"{int((short['tables'] - short['tables_archived']).sum())} table(s)")
         return 0
     if args.action in ("carry", "restore"):
         from .cache import carry, restore

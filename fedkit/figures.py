@@ -96,17 +96,18 @@ def record_provenance(scale: str) -> dict:
     runs (and fedkit/'s uncommitted changes then, if any), the scale, torch's thread count, the seconds since fedkit
     was imported (about the notebook's wall time), and every run of this process by config key (algorithm files are
     what the ledger checks for staleness) with where and how long it trained (empty for a run trained before
-    histories recorded it), and the tables it computed from models (``fedkit.derived``), if any."""
+    histories recorded it; ``"cached": false`` for a run timed without the cache, which every render trains again),
+    and the tables it computed from models (``fedkit.derived``), if any."""
     import torch
 
     from . import IMPORTED_AT
-    from .runner import finished_histories, seen_configs
+    from .runner import finished_histories, seen_configs, uncached_keys
 
-    trained = {key: h.provenance for key, h in finished_histories().items()}
+    trained, timed = {key: h.provenance for key, h in finished_histories().items()}, uncached_keys()
     runs = {key: {"algorithms": sorted({cfg.algorithm, *([cfg.algorithm_args["base"]]
                                                           if "base" in cfg.algorithm_args else [])}),
                   "dataset": cfg.dataset, "model": cfg.model, "seed": cfg.seed, "rounds": cfg.rounds,
-                  "device": cfg.device, "trained": trained.get(key, {})}
+                  "device": cfg.device, "trained": trained.get(key, {}), **({"cached": False} if key in timed else {})}
             for key, cfg in seen_configs().items()}
     commit, uncommitted = CODE_STATE
     return {"written": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "commit": commit, "uncommitted": list(uncommitted),

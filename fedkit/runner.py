@@ -45,11 +45,17 @@ from .provenance import machine
 LINK_UNIT = 2**20  # bit/s per "Mbit/s" of the simulated link (algorithms-seed §3.6)
 SEEN: dict[str, Config] = {}  # every config run (trained or read from the cache) in this process, by key
 FINISHED: dict[str, History] = {}  # their finished histories, without models (what ``fedkit.archive`` keeps)
+UNCACHED: set[str] = set()  # the keys of those run without a cache (timings): every render trains them again
 
 
 def seen_configs() -> dict[str, Config]:
     """The configs this process has run so far, by key (a figure's provenance records them)."""
     return dict(SEEN)
+
+
+def uncached_keys() -> set[str]:
+    """The keys of the configs this process ran without a cache (``cache=False``: timings of this machine)."""
+    return set(UNCACHED)
 
 
 def finished_histories() -> dict[str, History]:
@@ -124,6 +130,8 @@ class Run:
         cfg = finished_run(cfg, root, archive) or cfg
         self.cfg, self.callbacks, self.history = cfg, callbacks, None
         SEEN[cfg.key()] = cfg
+        if root is None:
+            UNCACHED.add(cfg.key())
         self.run_dir = None if root is None else root / cfg.key()
         if self.run_dir is not None and (self.run_dir / "meta.json").exists():
             try:
