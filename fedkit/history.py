@@ -36,6 +36,21 @@ class History:
         """Whether reading ``weights`` and ``models`` trains nothing (False for an archived run not trained here)."""
         return True
 
+    def same_arithmetic(self, other: History) -> bool:
+        """Whether two runs did their float operations alike, so that equal maths gives equal bits: each trained in
+        one process (not resumed) on the same engine, device, CPU or GPU model, torch, thread count and seed-stack
+        height. Otherwise they agree only to float order, a difference that compounds over the rounds."""
+        def arithmetic(h: History):
+            p = h.provenance
+            if p.get("resumed_after_round") or len(p.get("segments", [p])) != 1:
+                return None
+            engines = tuple(h.rounds["engine"].dropna().unique()) if "engine" in h.rounds else ()
+            return (engines, len(p.get("stacked_with", [])),
+                    *(p.get(k) for k in ("device", "gpu", "cpu", "torch", "threads")))
+
+        mine = arithmetic(self)
+        return mine is not None and bool(self.provenance) and mine == arithmetic(other)
+
     @property
     def final_accuracy(self) -> float:
         return float(self.rounds["test_accuracy"].iloc[-1]) if not self.diverged else math.nan

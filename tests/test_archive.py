@@ -1,5 +1,6 @@
 """The run archive: finished runs kept beside the figures, read back exactly, and read instead of training when the
 run cache lacks them; a rendered notebook archives its runs, and renders again from the archive alone."""
+import dataclasses
 import json
 import sys
 
@@ -156,3 +157,16 @@ def test_provenance_marks_the_runs_timed_without_the_cache(tmp_path):
     run(kept, cache=tmp_path, progress=False)
     runs = record_provenance("ci")["runs"]
     assert runs[timed.key()]["cached"] is False and "cached" not in runs[kept.key()]
+
+
+def test_same_arithmetic_tells_runs_trained_alike_from_runs_trained_apart(tmp_path):
+    cfg = digits_config(seed=3)
+    first, again = (run(cfg, cache=tmp_path / name, progress=False) for name in ("a", "b"))
+    assert first.same_arithmetic(again)
+    pd.testing.assert_series_equal(first.rounds["test_accuracy"], again.rounds["test_accuracy"])
+    pd.testing.assert_series_equal(first.rounds["train_loss"], again.rounds["train_loss"])
+    other_threads = dataclasses.replace(again, provenance={**again.provenance, "threads": 7})
+    resumed = dataclasses.replace(again, provenance={**again.provenance, "resumed_after_round": 1})
+    stacked, _ = run_together([cfg, digits_config(seed=4)], cache=tmp_path / "c", progress=False)
+    assert not any(first.same_arithmetic(h) for h in (other_threads, resumed, stacked))
+    assert not dataclasses.replace(first, provenance={}).same_arithmetic(first)  # trained before provenance: unknown
