@@ -314,9 +314,18 @@ CLAIMS = [
 # row runs 3,000 rounds on data that is not here, so no paper-scale run of FAdamGC can be predicted on this machine
 CIFAR, CIFARS = "CIFAR-10", "CIFAR-10 and CIFAR-100"
 IMAGES = "CIFAR-10, CIFAR-100 and Tiny ImageNet"
-PAPER_PLAN = {FIG3: paper_plan(0, 0, CIFAR, 48), GAPS: paper_plan(0, 0, CIFAR, 48), FIG4: paper_plan(0, 0, CIFAR, 44),
-              FIGS5_8: paper_plan(0, 0, CIFARS, 144), TABLE2: paper_plan(0, 0, IMAGES, 84),
-              TABLE3: paper_plan(0, 0, IMAGES, 60),
-              LANGUAGE: paper_plan(0, 0, "QNLI, QQP and GPT-2's tokenizer (the Hugging Face hub)", 112)}
+# measured: one ResNet-18 step at batch 32 on this CPU (benchmarks/results/2026-11-29-fadamgc-resnet18-step/)
+RESNET = ("; with the data, a run is 3,000 rounds × 10 clients × K = 50 ResNet-18 steps ≈ 491 h on this 2-core CPU "
+          "(1.18 s a step, 1 thread, beside 2 jobs, 2026-11-29): no CPU slice holds one")
+
+
+def images_plan(missing: str, runs: int) -> str:
+    return paper_plan(0, 0, missing, runs) + RESNET
+
+
+PAPER_PLAN = {FIG3: images_plan(CIFAR, 48), GAPS: images_plan(CIFAR, 48), FIG4: images_plan(CIFAR, 44),
+              FIGS5_8: images_plan(CIFARS, 144), TABLE2: images_plan(IMAGES, 84), TABLE3: images_plan(IMAGES, 60),
+              LANGUAGE: paper_plan(0, 0, "QNLI, QQP and GPT-2's tokenizer (the Hugging Face hub)", 112),
+              **{f"fadamgc-fig{n}-gc-at-high-rate": images_plan(CIFARS, 144) for n in (5, 6)}}  # no CSV at all
 CLAIMS = headlines(with_paper_plan(CLAIMS, PAPER_PLAN), "fadamgc-table2-rounds-vs-localadam",
                    "fadamgc-fig3-gc-ahead-at-0.1")
