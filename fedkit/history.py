@@ -42,14 +42,14 @@ class History:
         height. Otherwise they agree only to float order, a difference that compounds over the rounds."""
         def arithmetic(h: History):
             p = h.provenance
-            if p.get("resumed_after_round") or len(p.get("segments", [p])) != 1:
-                return None
+            if not p or p.get("resumed_after_round") or len(p.get("segments", [p])) != 1:
+                return None  # unknown (trained before provenance) or trained in several processes
             engines = tuple(h.rounds["engine"].dropna().unique()) if "engine" in h.rounds else ()
             return (engines, len(p.get("stacked_with", [])),
                     *(p.get(k) for k in ("device", "gpu", "cpu", "torch", "threads")))
 
         mine = arithmetic(self)
-        return mine is not None and bool(self.provenance) and mine == arithmetic(other)
+        return mine is not None and mine == arithmetic(other)
 
     @property
     def final_accuracy(self) -> float:
