@@ -13,6 +13,8 @@ Rendering reads a run from the archive when the run cache lacks it (``runner.Run
 from __future__ import annotations
 
 import json
+import os
+from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 
@@ -30,13 +32,16 @@ FOLDER = "runs"
 def write(folder: Path, notebook: str, histories: dict[str, History]) -> Path | None:
     """Archive ``histories`` (by config key) in ``folder/runs/<notebook>.parquet`` (and its clients file), beside the
     runs an earlier render of that notebook archived there (a run of the same key replaced): a render of one slice or
-    parametrisation (``-p``) keeps the others'; nothing when there is no run."""
+    parametrisation (``-p``) keeps the others'; nothing when there is no run. Writers of one folder take turns
+    (``_locked``), so processes that archive at once (precompute workers, a render) keep each other's runs."""
     if not histories:
         return None
     target = folder / FOLDER
     target.mkdir(parents=True, exist_ok=True)
     path = target / f"{notebook}.parquet"
-    _store(path, {**(read(path) if path.exists() else {}), **histories})
+    with _locked(target):
+        _frames.cache_clear()  # read what another process may have written since this one last read
+        _store(path, {**(read(path) if path.exists() else {}), **histories})
     return path
 
 
@@ -45,13 +50,31 @@ def drop(path: str | Path, keys: list[str]) -> list[str]:
     the next render trains them again); the keys it held, which it no longer does. A file is never left without a
     run: taking out all of them is refused (remove the file with git instead)."""
     path = Path(path)
-    kept = read(path)
-    dropped = [key for key in keys if kept.pop(key, None) is not None]
-    if not kept:
-        raise FedkitError(f"dropping {len(dropped)} run(s) would leave {path} without one; remove the file instead")
-    if dropped:
-        _store(path, kept)
+    with _locked(path.parent):
+        _frames.cache_clear()
+        kept = read(path)
+        dropped = [key for key in keys if kept.pop(key, None) is not None]
+        if not kept:
+            raise FedkitError(f"dropping {len(dropped)} run(s) would leave {path} without one; remove the file instead")
+        if dropped:
+            _store(path, kept)
     return dropped
+
+
+@contextmanager
+def _locked(folder: Path):
+    """Hold an exclusive lock on ``folder`` (an advisory ``flock``, where the system has it) while the block runs."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: no flock; archives are written by one process at a time there
+        yield
+        return
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
 
 
 def _store(path: Path, histories: dict[str, History]) -> None:

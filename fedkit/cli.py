@@ -404,9 +404,11 @@ def _check_figures_flags(args) -> None:
         raise ConfigError(f"--match {args.match!r} picks runs for --plan or --precompute, and neither is given")
     if mode is not None and args.jobs is not None:
         raise ConfigError(f"--jobs {args.jobs} runs notebooks at once, which {mode} does not; drop it")
-    for flag, value in (("--workers", args.workers), ("--minutes", args.minutes), ("--log", args.log)):
+    for flag, value in (("--workers", args.workers), ("--minutes", args.minutes), ("--log", args.log),
+                        ("--archive", args.archive or None)):
         if value is not None and not args.precompute:
-            raise ConfigError(f"{flag} {value} applies to --precompute only, which is not given")
+            given = flag if value is True else f"{flag} {value}"
+            raise ConfigError(f"{given} applies to --precompute only, which is not given")
 
 
 def _listed_runs(args) -> None:
@@ -461,9 +463,10 @@ def cmd_precompute(args) -> int:
     if args.log is not None:
         _writable(args.log.parent, "--log")
     rows = precompute(args.notebooks, args.scale, device=args.device, seed=args.seed, workers=args.workers or 1,
-                      minutes=args.minutes, match=args.match, log=args.log)
+                      minutes=args.minutes, match=args.match, log=args.log, archive=args.archive)
     done = sum(r["status"] == "done" for r in rows)
-    print(f"precompute: {done} of {len(rows)} groups done; the notebooks read them from the run cache")
+    print(f"precompute: {done} of {len(rows)} groups done; the notebooks read them from the run cache"
+          + (" and their run archives" if args.archive else ""))
     return 0 if done == len(rows) else 1
 
 
@@ -656,6 +659,9 @@ def parser() -> argparse.ArgumentParser:
                    help="--precompute, --plan: only the runs whose '<paper>/<notebook>/<label>' matches")
     p.add_argument("--log", type=_log_file, default=None, metavar="CSV",
                    help="--precompute: append a row per group to this CSV (new, or an earlier precompute's log)")
+    p.add_argument("--archive", action="store_true",
+                   help="--precompute: add each finished group to the run archive of every notebook that lists it "
+                        "(figures/<paper>/[paper/]runs/<notebook>.parquet), as their render would")
     p = sub.add_parser("ledger", help="decide every paper claim from the committed CSVs; write figures/ledger.csv "
                                       "and REPRODUCTION.md's tables",
                        description="Recomputes each claim's verdict (reproduced, not reproduced, inconclusive, not "

@@ -3,8 +3,10 @@
 groups train at once in worker processes: the kit's small models leave a GPU idle between one process's launches,
 so groups in parallel processes overlap there. Groups start in the listing's order (a run labelled '?' only where an
 earlier result calls for it goes last) until a deadline; a run cut off there keeps its checkpoint, so the next
-precompute, or the notebook itself, resumes it. The notebooks then read every finished run from the cache. Workers
-end with the precompute, however it ends (an interrupt, SIGTERM, SIGKILL): none is left training as an orphan."""
+precompute, or the notebook itself, resumes it. The notebooks then read every finished run from the cache; with
+``archive``, each finished group also goes into the run archive of every notebook that lists it, as their render
+would put it there. Workers end with the precompute, however it ends (an interrupt, SIGTERM, SIGKILL): none is left
+training as an orphan."""
 from __future__ import annotations
 
 import csv
@@ -91,10 +93,22 @@ def listed_groups(notebooks, scale: str, device: str, seed: int = 0, match: str 
     return ordered, skipped
 
 
-def _train(configs: list[dict], deadline: float, threads: int, parent: int | None = None) -> dict:
-    """One group in a worker process: train its seeds together; report how it ended."""
+def archives_of(group: Group, scale: str) -> list[tuple[str, str]]:
+    """The (figures folder, notebook) whose run archive each notebook listing ``group`` renders into at ``scale``."""
+    from .figures import figures_root
+
+    notebooks = dict.fromkeys(tuple(label.split("/")[:2]) for label in group.labels)
+    return [(str(figures_root() / paper / ("paper" if scale == "paper" else "")), notebook)
+            for paper, notebook in notebooks]
+
+
+def _train(configs: list[dict], deadline: float, threads: int, parent: int | None = None,
+           archive_to: list[tuple[str, str]] = ()) -> dict:
+    """One group in a worker process: train its seeds together, add them to the archives ``archive_to`` (figures
+    folder, notebook); report how it ended."""
     import torch
 
+    from . import archive
     from .runner import default_cache, finished_run, run_together
 
     torch.set_num_threads(threads)
@@ -112,6 +126,8 @@ def _train(configs: list[dict], deadline: float, threads: int, parent: int | Non
     except Exception as err:  # one group's failure must not lose the others
         return {"status": f"failed: {type(err).__name__}: {' '.join(str(err).splitlines())}",
                 "seconds": time.time() - start}
+    for folder, notebook in archive_to:
+        archive.write(Path(folder), notebook, {c.key(): h for c, h in zip(cfgs, histories)})
     finals = ["×" if h.diverged else f"{100 * h.final_accuracy:.2f}" for h in histories]
     return {"status": "done", "seconds": time.time() - start, "final %": " ".join(finals)}
 
@@ -127,10 +143,11 @@ def worker_threads(workers: int) -> int:
 
 
 def precompute(notebooks, scale: str, device: str = "cpu", seed: int = 0, workers: int = 1,
-               minutes: float | None = None, match: str | None = None, log: str | Path | None = None) -> list[dict]:
+               minutes: float | None = None, match: str | None = None, log: str | Path | None = None,
+               archive: bool = False) -> list[dict]:
     """Train every listed run of ``notebooks`` at ``scale`` into the run cache, ``workers`` groups at a time, none
     started (and none continued past a round) after ``minutes``; one row per group, also appended to the CSV ``log``
-    as each ends."""
+    as each ends. ``archive``: add each finished group to its notebooks' run archives (``archives_of``)."""
     if workers < 1:
         raise FedkitError(f"workers must be at least 1, got {workers}")
     threads = worker_threads(workers)
@@ -142,8 +159,8 @@ def precompute(notebooks, scale: str, device: str = "cpu", seed: int = 0, worker
     handle = open(log, "a", newline="") if log is not None else None
     try:
         with ProcessPoolExecutor(workers, mp_context=_Workers()) as pool:
-            futures = {pool.submit(_train, [c.to_dict() for c in g.configs], deadline, threads, os.getpid()): g
-                       for g in groups}
+            futures = {pool.submit(_train, [c.to_dict() for c in g.configs], deadline, threads, os.getpid(),
+                                   archives_of(g, scale) if archive else []): g for g in groups}
             for future in _terminating_workers_on_interrupt(as_completed(futures)):
                 group, first = futures[future], futures[future].configs[0]
                 row = {"runs": "; ".join(group.labels), "algorithm": first.algorithm, "dataset": first.dataset,

@@ -2,7 +2,10 @@
 run cache lacks them; a rendered notebook archives its runs, and renders again from the archive alone."""
 import dataclasses
 import json
+import os
+import shutil
 import sys
+import threading
 
 import pandas as pd
 import pytest
@@ -51,6 +54,26 @@ def test_a_second_render_keeps_the_runs_of_the_first_and_replaces_a_run_of_the_s
     back = archive.read(path)
     pd.testing.assert_frame_equal(back[b.key()].rounds, shorter)
     pd.testing.assert_frame_equal(back[a.key()].rounds, ha.rounds)
+
+
+def test_writers_of_one_archive_take_turns_and_keep_the_runs_another_process_wrote(tmp_path):
+    fcntl = pytest.importorskip("fcntl")
+    a, b, c = (digits_config(seed=s) for s in (0, 1, 2))
+    ha, hb, hc = run_together([a, b, c], cache=tmp_path / "cache", progress=False)
+    elsewhere = archive.write(tmp_path / "other", "nb", {a.key(): ha, b.key(): hb})
+    path = archive.write(tmp_path / "figures", "nb", {a.key(): ha})
+    assert list(archive.read(path)) == [a.key()]  # this process has now read the file, and keeps what it read
+    for suffix in (".clients.parquet", ".parquet"):  # as another process would write it, behind this one's back
+        shutil.copyfile(elsewhere.with_suffix(suffix), path.with_suffix(suffix))
+    held = os.open(path.parent, os.O_RDONLY)
+    fcntl.flock(held, fcntl.LOCK_EX)  # another writer holds the folder
+    writer = threading.Thread(target=archive.write, args=(tmp_path / "figures", "nb", {c.key(): hc}))
+    writer.start()
+    writer.join(0.5)
+    assert writer.is_alive()  # it waits its turn
+    os.close(held)
+    writer.join(30)
+    assert not writer.is_alive() and sorted(archive.read(path)) == sorted([a.key(), b.key(), c.key()])
 
 
 def test_dropped_runs_leave_the_archive_and_the_others_stay_exact(tmp_path):

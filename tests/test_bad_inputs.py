@@ -286,6 +286,8 @@ ROWS = [
           rf"{flag} {shown} applies to --precompute only, which is not given")
       for flag, value, shown in [("--workers", "2", "2"), ("--minutes", "5", r"5\.0"),
                                  ("--log", "{tmp}/p.csv", r"\S+/p\.csv")]],
+    Row("figures: --archive without --precompute", cli("figures", ABLATION, "--plan", "--archive"), CliRefused,
+        r"--archive applies to --precompute only, which is not given"),
     Row("figures: --jobs with --plan", cli("figures", ABLATION, "--plan", "--jobs", "2"), CliRefused,
         r"--jobs 2 runs notebooks at once, which --plan does not; drop it"),
     *[Row(f"figures: {mode} --match that matches nothing", cli("figures", ABLATION, mode, "--match", "adlut"),

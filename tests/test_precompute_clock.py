@@ -5,6 +5,7 @@ import itertools
 import math
 import os
 import pickle
+import re
 from concurrent.futures import Future
 from pathlib import Path
 from types import SimpleNamespace
@@ -15,7 +16,7 @@ import pytest
 import torch
 
 import fedkit.precompute as pc
-from fedkit import runner
+from fedkit import archive, runner
 from fedkit.errors import FedkitError
 from fedkit.history import History
 from fedkit.ledger import Measure
@@ -114,6 +115,24 @@ def test_precompute_trains_a_group_into_the_cache_logs_it_then_reads_it_back(inl
     with open(log, newline="") as f:
         assert [r["status"] for r in csv.DictReader(f)] == ["done", "done"]  # appended, one header
     assert _train([cfg.to_dict()], deadline=0.0, threads=1)["status"] == "done"  # past the deadline, but cached
+
+
+def test_precompute_with_archive_adds_each_finished_group_to_its_notebooks_archive(inline, tmp_path, monkeypatch):
+    monkeypatch.setenv("FEDKIT_FIGURES", str(tmp_path / "figures"))
+    runs = taco.runs(TOY.stem, "ci")
+    other = next(label for label in runs if label != TOY_RUN)
+    precompute([TOY], "ci", match=f"fig1_fig3_toy/{TOY_RUN}$")
+    assert not (tmp_path / "figures").exists()  # without archive: the cache only
+    precompute([TOY], "ci", match=f"fig1_fig3_toy/{TOY_RUN}$", archive=True)  # a cached run is archived too
+    path = tmp_path / "figures" / "taco" / "runs" / f"{TOY.stem}.parquet"
+    assert list(archive.read(path)) == [runs[TOY_RUN].key()]
+    precompute([TOY], "ci", match=f"fig1_fig3_toy/{re.escape(other)}$", archive=True)
+    back = archive.read(path)
+    assert sorted(back) == sorted([runs[TOY_RUN].key(), runs[other].key()])  # the first run stays
+    trained = History.load(tmp_path / "runs" / runs[other].key())
+    pd.testing.assert_frame_equal(back[runs[other].key()].rounds, trained.rounds)
+    assert pc.archives_of(pc.Group([], ["feddual/t1/a", "feddual/t1/b", "taco/t6/c"]), "paper") == [
+        (str(tmp_path / "figures" / "feddual" / "paper"), "t1"), (str(tmp_path / "figures" / "taco" / "paper"), "t6")]
 
 
 def test_stop_at_raises_only_after_its_deadline():
