@@ -13,7 +13,8 @@ whether the values agree with the claim. ``decide`` turns that into one of five 
   within a few points of chance, or no run reaches the target): the claim's ``floor_why`` says what the floor is.
   The floor reads means, so one lucky seed of a near-chance quantity does not make the claim decidable;
 - **not run**: the data or the hardware is missing; the claim's ``missing`` (small scale) or ``paper_missing`` (paper
-  scale) names which.
+  scale) names which. A slice of a notebook (some of a claim's quantities rendered) can still refute a "best of" or
+  an ordering claim: a seed that contradicts it on the quantities present contradicts it whatever the others do.
 
 Each claim is decided at both scales: small from ``figures/<paper>/<file>``, paper from
 ``figures/<paper>/paper/<file>``. ``ledger_frame`` is the machine-readable ledger (figures/ledger.csv) and
@@ -72,8 +73,9 @@ class Measure:
     percent: bool = False
     names: tuple = ()  # quantities to keep, in this order (default: all, in the CSV's order)
 
-    def raw(self, frame: pd.DataFrame) -> pd.DataFrame:
-        """Seeds × quantities before ``fill`` (NaN where a run diverged or never reached a target)."""
+    def raw(self, frame: pd.DataFrame, partial: bool = False) -> pd.DataFrame:
+        """Seeds × quantities before ``fill`` (NaN where a run diverged or never reached a target). ``partial``: a
+        quantity of ``names`` without rows is left out (a slice of the notebook rendered), not an error."""
         missing = [c for c in (self.value, self.by, *self.where) if c not in frame]
         if missing:
             raise FedkitError(f"{self.source}: no column(s) {missing}; columns: {list(frame.columns)}")
@@ -93,7 +95,8 @@ class Measure:
         table = rows.pivot(index="_seed", columns=self.by, values=self.value)
         order = list(self.names) or list(dict.fromkeys(rows[self.by]))
         absent = [n for n in order if n not in table]
-        if absent:
+        order = [n for n in order if n in table] if partial else order
+        if absent and not partial:
             raise FedkitError(f"{self.source}: no rows for {absent} in column {self.by!r} where {self.where}")
         table = table[order].astype(float).rename_axis(index="seed", columns=None)
         ran = rows.groupby(["_seed", self.by]).size().unstack().reindex(index=table.index, columns=order).notna()
@@ -134,6 +137,11 @@ class Rule:
     def margins(self, values: pd.DataFrame) -> pd.Series:
         raise NotImplementedError
 
+    def within(self, names: tuple) -> Rule | None:
+        """This rule over the quantities ``names`` alone, where a seed that contradicts it contradicts the whole rule
+        whatever the quantities left out (e.g. "best of nine" over five); None where the others could undo it."""
+        return None
+
 
 def _beats(a: pd.Series, b: pd.Series, higher: bool) -> pd.Series:
     return a > b if higher else a < b
@@ -166,6 +174,10 @@ class Order(Rule):
         return _least([_lead(values[a], values[b], self.higher) for a, b in zip(self.names, self.names[1:])],
                       values.index)
 
+    def within(self, names):
+        kept = tuple(n for n in self.names if n in names)
+        return dataclasses.replace(self, names=kept) if len(kept) > 1 else None
+
     @property
     def text(self):
         return (" > " if self.higher else " < ").join(map(str, self.names)) + ("" if self.higher else
@@ -190,6 +202,12 @@ class Best(Rule):
 
     def margins(self, values):
         return _least([_lead(values[self.name], values[o], self.higher) for o in self._others(values)], values.index)
+
+    def within(self, names):
+        others = tuple(o for o in self.others if o in names)
+        if self.name not in names or not (others or not self.others and len(names) > 1):
+            return None
+        return dataclasses.replace(self, others=others)
 
     @property
     def text(self):
@@ -303,6 +321,10 @@ class Monotone(Rule):
     def margins(self, values):
         return self._order().margins(values)
 
+    def within(self, names):
+        kept = tuple(n for n in self.names if n in names)
+        return dataclasses.replace(self, names=kept) if len(kept) > 1 else None
+
     @property
     def text(self):
         return (" < " if self.increasing else " > ").join(map(str, self.names))
@@ -358,11 +380,11 @@ def source_path(claim: Claim, scale: str, root: Path) -> Path:
 def decide(claim: Claim, scale: str, root: Path) -> Verdict:
     """The verdict of ``claim`` at ``scale`` from the CSVs under ``root`` (figures/). A claim that names what is
     missing at this scale is not run, even where its CSV exists without its rows (a data set the notebook could not
-    load)."""
+    load), unless the rows of a slice already refute it (``_refuted_by_a_slice``)."""
     missing = claim.missing if scale == "small" else claim.paper_missing
     measure = measure_at(claim, scale)
     path = source_path(claim, scale, root) if measure is not None else None
-    raw = None
+    raw = frame = None
     if path is not None and path.exists():
         frame = _read(path, path.stat().st_mtime_ns)  # an unreadable file is an error, whatever the claim says
         try:
@@ -371,10 +393,31 @@ def decide(claim: Claim, scale: str, root: Path) -> Verdict:
             if not missing:
                 raise
     if raw is None:
+        refuted = _refuted_by_a_slice(claim, measure, frame) if frame is not None else None
+        if refuted is not None:
+            return refuted
         if missing:
             return Verdict("not run", missing, 0, "—")
         raise FedkitError(f"claim {claim.id}: its CSV {path} is missing (and the claim names no reason)")
     return decide_values(claim, raw, measure)
+
+
+def _refuted_by_a_slice(claim: Claim, measure: Measure, frame: pd.DataFrame) -> Verdict | None:
+    """Not reproduced on the quantities a slice of the notebook rendered, where the rule allows it (``Rule.within``):
+    each seed that contradicts it there contradicts it whatever the others do, so the sign test decides; else None."""
+    try:
+        raw = measure.raw(frame, partial=True)
+    except FedkitError:
+        return None
+    rule = claim.rule.within(tuple(raw.columns)) if claim.rule is not None else None
+    if rule is None:
+        return None
+    verdict = decide_values(dataclasses.replace(claim, rule=rule), raw, measure)
+    if verdict.label != "not reproduced":
+        return None
+    absent = [str(n) for n in measure.names if n not in raw.columns]
+    return dataclasses.replace(verdict, reason=f"{verdict.reason}, among the {len(raw.columns)} quantities rendered "
+                                               f"so far: {', '.join(absent)} cannot undo it")
 
 
 # The `fedkit figures --scale paper --plan` the paper-scale "not run" reasons cite: the 2-core CPU idle (the campaign's

@@ -361,3 +361,41 @@ def test_a_methods_slice_of_feddual_table1_decides_the_claims_between_its_method
     assert verdict("feddual-t1-fmnist-fednova-fails").label == "inconclusive"  # 3, 8, 11 points: 2 of 3 seeds
     best = verdict("feddual-t1-fmnist-best")
     assert best.label == "not run" and "paper scale not run yet" in best.reason
+
+
+def test_a_slice_refutes_a_best_of_claim_but_never_reproduces_it(tmp_path):
+    """FedDUAL below FedAvg on every seed of a five-method slice contradicts "best of the nine" whatever the other
+    four reach: not reproduced, naming them. FedDUAL above the five decides nothing: the others could beat it."""
+    from fedkit.papers import feddual_claims
+
+    claim = {c.id: c for c in feddual_claims.CLAIMS}["feddual-t1-fmnist-best"]
+    folder = tmp_path / "feddual" / "paper"
+    folder.mkdir(parents=True)
+
+    def slice_with(feddual: list[float]) -> ledger.Verdict:
+        finals = {"FedAvg": [0.80, 0.81, 0.80], "FedProx": [0.81, 0.82, 0.79], "FedNova": [0.75, 0.73, 0.69],
+                  "SCAFFOLD": [0.68, 0.69, 0.67], "FedDUAL": feddual}
+        pd.DataFrame([{"method": m, "seed": s, "final_accuracy": a, "dataset": "fmnist"}
+                      for m, accs in finals.items() for s, a in enumerate(accs)]
+                     ).to_csv(folder / "table1_fmnist.csv", index=False)
+        return ledger.decide(claim, "paper", tmp_path)
+
+    refuted = slice_with([0.78, 0.80, 0.78])
+    assert refuted.label == "not reproduced" and refuted.seeds == 3 and refuted.agreeing == 0
+    assert refuted.margin == pytest.approx(-100 * (0.03 + 0.02 + 0.02) / 3)  # below the best present on each seed
+    assert refuted.reason.endswith("among the 5 quantities rendered so far: FedBN, FedDyn, MOON, FedPVR cannot undo it")
+    assert slice_with([0.90, 0.90, 0.90]).label == "not run"  # best of five is not best of nine
+    assert slice_with([0.78, 0.90, 0.90]).label == "not run"  # 1 of 3 contradicts: too few to refute
+
+
+def test_within_restricts_a_rule_to_the_quantities_present_only_where_the_rest_cannot_undo_a_contradiction():
+    assert Best("a").within(("a", "b")) == Best("a")
+    assert Best("a", others=("b", "c")).within(("a", "c", "d")) == Best("a", others=("c",))
+    assert Best("a").within(("b", "c")) is None and Best("a").within(("a",)) is None  # nothing to beat, or no a
+    assert Best("a", others=("b",)).within(("a", "c")) is None
+    assert Order(("a", "b", "c"), higher=False).within(("a", "c")) == Order(("a", "c"), higher=False)
+    assert Order(("a", "b", "c")).within(("b", "d")) is None
+    assert Monotone(("x", "y", "z")).within(("x", "z")) == Monotone(("x", "z"))
+    for rule in (Gap("a", "b", at_least=1.0), Ratio("a", "b", at_most=2.0), Threshold("a", at_least=0.5),
+                 Within("a", 1.0, 0.1)):
+        assert rule.within(("a", "b")) is None  # these need their own quantities, and read nothing else
