@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One lent-GPU job of the paper-scale campaign (issue 29): TACO's step clock alone on the GPU for the data sets in
 # CLOCK (none if empty), then the listed runs of NOTEBOOKS (priority order; MATCH: only the runs whose
-# '<paper>/<notebook>/<label>' matches) into the run cache with --precompute until MINUTES, then the cache packed for
+# '<paper>/<notebook>/<label>' matches) into the run cache with --precompute until MINUTES, each finished config
+# archived under OUT/figures (merge it here: `fedkit cache merge --from OUT/figures`), then the cache packed for
 # the next machine, then the paper-scale plan with GPU-measured probes. Needs FEDKIT_DATA; writes into OUT. Cache
 # entries carried as .gpu/cache (an earlier job's cache_ckpt unpacked) resume where that job stopped.
 #   OUT=/tmp/out GRAPHS=1 CLOCK=fmnist MINUTES=6.5 WORKERS=6 benchmarks/gpu_campaign.sh \
@@ -23,8 +24,8 @@ if [ -n "${CLOCK:-}" ]; then
   python3 -c "from fedkit.papers import taco; clock = taco.step_clock('$CLOCK'.split(), '$DEVICE')
 print(clock.to_string()); clock.to_csv('$OUT/step_clock_${CLOCK// /_}.csv', index=False)"
 fi
-python3 -m fedkit.cli figures "$@" --scale paper --device "$DEVICE" --precompute --workers "${WORKERS:-6}" \
-  --minutes "${MINUTES:-6.5}" --log "$OUT/precompute.csv" ${MATCH:+--match "$MATCH"}
+FEDKIT_FIGURES="$OUT/figures" python3 -m fedkit.cli figures "$@" --scale paper --device "$DEVICE" --precompute \
+  --archive --workers "${WORKERS:-6}" --minutes "${MINUTES:-6.5}" --log "$OUT/precompute.csv" ${MATCH:+--match "$MATCH"}
 # finished runs in one archive; unfinished ones' last checkpoints (to resume on the next GPU) in parts under 15 MiB
 cd "$FEDKIT_CACHE" && ls | while read -r k; do [ -f "$k/meta.json" ] && echo "$k"; done > /tmp/done.txt
 tar czf "$OUT/cache_done.tar.gz" -T /tmp/done.txt

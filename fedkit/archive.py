@@ -61,6 +61,20 @@ def drop(path: str | Path, keys: list[str]) -> list[str]:
     return dropped
 
 
+def merge(source: Path, target: Path) -> list[tuple[Path, int]]:
+    """Add every run archived under ``source`` (another machine's figures folder, e.g. a lent GPU's) to the archive at
+    the same path under ``target`` (this checkout's figures/), beside the runs held there (a run of the same key
+    replaced); each target file written, with its number of runs added."""
+    added = []
+    for path in sorted(Path(source).glob(f"**/{FOLDER}/*.parquet")):
+        if path.name.endswith(".clients.parquet") or META not in (pq.read_schema(path).metadata or {}):
+            continue  # a run file's clients, or another kind of file (tables from models)
+        runs = read(path)
+        folder = target / path.parent.parent.relative_to(source)
+        added.append((write(folder, path.name.removesuffix(".parquet"), runs), len(runs)))
+    return added
+
+
 @contextmanager
 def _locked(folder: Path):
     """Hold an exclusive lock on ``folder`` (an advisory ``flock``, where the system has it) while the block runs."""

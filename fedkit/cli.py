@@ -545,6 +545,19 @@ def cmd_cache(args) -> int:
               + f", {len(short)} lacking {int(lacking[short.index].sum())} run(s) and "
               f"{int((short['tables'] - short['tables_archived']).sum())} table(s)")
         return 0
+    if args.action == "merge":
+        from . import archive
+
+        if args.source is None:
+            raise ConfigError("fedkit cache merge adds the runs archived under --from DIR (another machine's figures "
+                              "folder): give it")
+        added = archive.merge(args.source, archive.root())
+        for path, count in added:
+            print(f"merged {count} run(s) into {path}")
+        print(f"{sum(n for _, n in added)} run(s) from {args.source} merged into {len(added)} archive file(s)")
+        return 0
+    if args.source is not None:
+        raise ConfigError(f"--from {args.source} applies to 'fedkit cache merge' only")
     if args.action in ("carry", "restore"):
         from .cache import carry, restore
         from .figures import repo_root
@@ -676,11 +689,16 @@ def parser() -> argparse.ArgumentParser:
     p = sub.add_parser("cache", help="list the run cache's entries, or clean what runs set aside as corrupt",
                        description="Lists the cached runs (size, age, algorithm, finished or not); 'clean' removes "
                                    "the entries and checkpoints that runs set aside as corrupt.")
-    p.add_argument("action", nargs="?", choices=("list", "clean", "carry", "restore", "archive"), default="list",
+    p.add_argument("action", nargs="?", choices=("list", "clean", "carry", "restore", "archive", "merge"),
+                   default="list",
                    help="list; clean; carry: copy the unfinished runs' newest checkpoints into the checkout's "
                         f"{CARRY}/ (to commit); restore: put them back into the cache where it has no later round; "
                         "archive: the committed figures whose runs or tables from models the committed run archive "
-                        "lacks (a fresh clone trains those to render them)")
+                        "lacks (a fresh clone trains those to render them); merge: add the runs archived under "
+                        "--from DIR to the checkout's archives of the same paths")
+    p.add_argument("--from", dest="source", type=_existing_dir, default=None, metavar="DIR",
+                   help="merge: another machine's figures folder, e.g. a lent GPU's $OUT/figures after a "
+                        "`--precompute --archive` there with FEDKIT_FIGURES=$OUT/figures")
     p.add_argument("--dry-run", action="store_true", help="clean: only say what would be removed")
     p.add_argument("--dir", type=_existing_dir, default=None,
                    help="the cache, a folder (default $FEDKIT_CACHE or ~/.cache/fedkit/runs)")

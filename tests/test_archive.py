@@ -76,6 +76,26 @@ def test_writers_of_one_archive_take_turns_and_keep_the_runs_another_process_wro
     assert not writer.is_alive() and sorted(archive.read(path)) == sorted([a.key(), b.key(), c.key()])
 
 
+def test_merge_adds_another_machines_archived_runs_at_the_same_paths_and_keeps_these(tmp_path, monkeypatch, capsys):
+    from fedkit import cli
+
+    a, b, c = (digits_config(seed=s) for s in (0, 1, 2))
+    ha, hb, hc = run_together([a, b, c], cache=tmp_path / "cache", progress=False)
+    here, gpu = tmp_path / "figures", tmp_path / "out" / "figures"
+    mine = archive.write(here / "feddual" / "paper", "nb", {a.key(): ha})
+    archive.write(gpu / "feddual" / "paper", "nb", {b.key(): hb})  # the same notebook, trained there
+    archive.write(gpu / "taco", "other", {c.key(): hc})  # a notebook this checkout has not archived yet
+    (gpu / "taco" / "runs" / "other.derived.parquet").write_bytes((gpu / "taco" / "runs" / "other.clients.parquet")
+                                                                  .read_bytes())  # another kind of file: left alone
+    monkeypatch.setenv("FEDKIT_FIGURES", str(here))
+    assert cli.main(["cache", "merge", "--from", str(gpu)]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == f"2 run(s) from {gpu} merged into 2 archive file(s)"
+    assert sorted(archive.read(mine)) == sorted([a.key(), b.key()])
+    pd.testing.assert_frame_equal(archive.read(mine)[b.key()].rounds, hb.rounds)
+    assert list(archive.read(here / "taco" / "runs" / "other.parquet")) == [c.key()]
+    assert not (here / "taco" / "runs" / "other.derived.parquet").exists()
+
+
 def test_dropped_runs_leave_the_archive_and_the_others_stay_exact(tmp_path):
     a, b = digits_config(seed=0), digits_config(seed=1)
     ha, hb = run_together([a, b], cache=tmp_path / "cache", progress=False)

@@ -235,6 +235,12 @@ ROWS = [
     # ---- fedkit list, cache, ledger, book ----
     Row("list: unknown registry", cli("list", "colours"), CliRefused, r"argument what: invalid choice: 'colours'"),
     Row("cache: unknown action", cli("cache", "purge"), CliRefused, r"argument action: invalid choice: 'purge'"),
+    Row("cache: merge without --from", cli("cache", "merge"), CliRefused,
+        r"fedkit cache merge adds the runs archived under --from DIR \(another machine's figures folder\): give it"),
+    Row("cache: --from without merge", cli("cache", "carry", "--from", "{tmp}"), CliRefused,
+        r"--from \S+ applies to 'fedkit cache merge' only"),
+    Row("cache: --from not a folder", cli("cache", "merge", "--from", "{tmp}/nope"), CliRefused,
+        r"argument --from: '\S+/nope' is not a folder"),
     Row("cache: --dir not a folder", cli("cache", "--dir", "{tmp}/nope"), CliRefused,
         r"argument --dir: '\S+/nope' is not a folder"),
     Row("ledger: unknown paper", cli("ledger", "--paper", "fedsgd"), CliRefused,
