@@ -97,6 +97,14 @@ def index(figures: Path) -> dict[str, Path]:
     return keys_in(figures, ".derived", META)
 
 
+def runs_with_tables(figures: Path) -> set[str]:
+    """The config keys of the runs that some archived table under ``figures`` was computed from (metadata only)."""
+    found = set()
+    for path in set(index(figures.absolute()).values()):
+        found |= {m["run"] for m in json.loads(pq.read_schema(path).metadata[META]).values()}
+    return found
+
+
 def lookup(k: str) -> pd.DataFrame | None:
     """The archived table of key ``k``, or None."""
     path = index(root()).get(k)

@@ -36,6 +36,7 @@ class NotebookPlan:
     finished: int = 0  # runs the cache holds finished (on the target device or one of ``runner.cached_devices()``)
     part_way: int = 0  # runs the cache holds a checkpoint of: their rounds left are counted
     archived: int = 0  # runs the cache lacks and the committed run archive holds: a render reads them, no training
+    models: int = 0  # of those, runs whose model the render reads outside an archived table: it trains them again
     conditional: int = 0  # untrained runs a notebook trains only where an earlier result calls for one (label "…?")
 
 
@@ -54,6 +55,16 @@ def listed_runs(notebook: Path, scale: str, seed: int = 0, device: str = "cpu") 
             raise
         return None, f"fedkit.papers.{paper} does not list this notebook's runs"
     return runs, module.NOTES.get(notebook.stem, "")
+
+
+def reads_models(notebook: Path) -> bool:
+    """Whether ``notebook``'s render reads its runs' models (``fedkit.papers.<paper>.MODELS``): an archived run
+    without an archived table computed from it then trains again (the run archive keeps no models)."""
+    try:
+        module = importlib.import_module(f"{__package__}.papers.{notebook.parent.name}")
+    except ModuleNotFoundError:
+        return False
+    return notebook.stem in getattr(module, "MODELS", ())
 
 
 def matching_runs(notebook: Path, scale: str, seed: int = 0, device: str = "cpu",
@@ -150,10 +161,12 @@ class Planner:
         return cfg.local_epochs * math.ceil(samples / cfg.batch_size)
 
     def notebook(self, notebook: Path, scale: str, seed: int, match: str | None = None) -> NotebookPlan:
+        from . import archive, derived
         from .runner import default_cache, finished_run, rounds_left
 
         runs, note = matching_runs(notebook, scale, seed, self.target, match)
         out = NotebookPlan(notebook, runs, note)
+        tabled = derived.runs_with_tables(archive.root()) if reads_models(notebook) else None
         configs, labels = {}, {}  # by key: a config listed under several labels plans once
         for label, c in (runs or {}).items():
             configs[c.key()] = c
@@ -164,7 +177,10 @@ class Planner:
                 in_cache = finished_run(cfg, default_cache(), archived=False) is not None
                 out.finished += in_cache
                 out.archived += not in_cache
-                continue
+                if in_cache or tabled is None or cfg.key() in tabled:
+                    continue
+                out.models += 1  # its model is read and the archive keeps none: the render trains it again, in full
+                left = cfg.rounds
             if all(label.endswith("?") for label in labels[cfg.key()]):
                 out.conditional += 1
                 continue
@@ -206,7 +222,8 @@ def _span(values) -> str:
 
 def _cached(p: NotebookPlan) -> str:
     parts = [f"{p.finished} done"] * bool(p.finished) + [f"{p.part_way} part-way"] * bool(p.part_way) + \
-        [f"{p.archived} archived"] * bool(p.archived) + [f"{p.conditional} conditional"] * bool(p.conditional)
+        [f"{p.archived} archived" + (f" ({p.models} to retrain for models)" if p.models else "")] * bool(p.archived) \
+        + [f"{p.conditional} conditional"] * bool(p.conditional)
     return ", ".join(parts) or "-"
 
 
@@ -244,12 +261,14 @@ def print_plan(plans: list[NotebookPlan], planner: Planner, scale: str, seconds:
         where += f" (no CUDA device here: these are CPU minutes, not {planner.target} minutes)"
     print(f"\n{scale} scale: {sum(len({c.key() for c in p.runs.values()}) for p in plans if p.runs)} runs "
           f"({sum(p.finished for p in plans)} finished in the cache, {sum(p.part_way for p in plans)} part-way, "
-          f"{sum(p.archived for p in plans)} only in the committed run archive, "
+          f"{sum(p.archived for p in plans)} only in the committed run archive ({sum(p.models for p in plans)} of "
+          "them trained again for the models their notebook reads), "
           f"{sum(p.conditional for p in plans)} conditional: trained only where an earlier result calls for one), "
           f"{total:.1f} predicted minutes left for those with data ({unpredicted} on missing or unfit data: none)",
           file=file)
     print(f"minutes: local training only (no evaluation, a run finished in the cache, archived or conditional counted "
-          f"0 (a notebook that reads an archived run's model outside an archived table trains it) and a part-way "
+          f"0, except an archived run whose model its notebook reads outside an archived table, counted in full: the "
+          f"render trains it again; a part-way "
           f"one by its rounds left, seeds counted one by one), "
           f"extrapolated as rounds × local steps × clients per round from {len(planner.steps)} probes of FedAvg's "
           f"local steps per (data, model, batch, optimizer, engine, clients) measured on {where}; probes "

@@ -9,7 +9,7 @@ from fedkit import Config, run
 from fedkit.cli import main
 from fedkit.errors import ConfigError
 from fedkit.papers import drag
-from fedkit.plan import Planner, make_plan
+from fedkit.plan import Planner, listed_runs, make_plan, reads_models
 from fedkit.probe import calibrate_step_seconds, round_seconds
 from fedkit.runner import LINK_UNIT
 
@@ -88,6 +88,32 @@ def test_plan_counts_a_run_only_the_committed_archive_holds_as_nothing_to_train(
     assert after.minutes == pytest.approx(before.minutes - planner.minutes(cfg, engine))
 
 
+def test_plan_counts_an_archived_run_whose_model_the_notebook_reads_until_its_table_is_archived(tmp_path, monkeypatch):
+    import pandas as pd
+
+    from fedkit import archive, derived
+
+    monkeypatch.setenv("FEDKIT_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("FEDKIT_FIGURES", str(tmp_path / "figures"))
+    monkeypatch.setattr(drag, "MODELS", {DRIFT.stem}, raising=False)  # as if the notebook read its runs' models
+    monkeypatch.setattr(derived, "USED", {})
+    archive.index.cache_clear()
+    derived.index.cache_clear()
+    planner = Planner("cpu")
+    before = planner.notebook(DRIFT, "ci", 0)
+    cfg = drag.runs(DRIFT.stem, "ci")["fig3a/FedAvg/seed 0"]
+    history = run(cfg, cache=False, progress=False)
+    archive.write(tmp_path / "figures" / "drag", DRIFT.stem, {cfg.key(): history})
+    retrained = planner.notebook(DRIFT, "ci", 0)
+    assert (retrained.archived, retrained.models) == (1, 1)
+    assert retrained.minutes == pytest.approx(before.minutes)  # the render trains it again for its model
+    derived.table(history, "a table from its model", lambda: pd.DataFrame({"norm": [1.0]}))
+    derived.write(tmp_path / "figures" / "drag", DRIFT.stem)
+    tabled = planner.notebook(DRIFT, "ci", 0)
+    assert (tabled.archived, tabled.models) == (1, 0)
+    assert tabled.minutes == pytest.approx(before.minutes - planner.minutes(cfg, next(iter(before.engines))))
+
+
 def test_plan_names_missing_data_without_downloading(tmp_path, monkeypatch):
     monkeypatch.setenv("FEDKIT_DATA", str(tmp_path))  # an empty data root
     monkeypatch.setenv("FEDKIT_DOWNLOAD", "1")  # the plan downloads nothing, even where allowed
@@ -133,3 +159,17 @@ def test_plan_counts_conditional_runs_apart_from_the_minutes(tmp_path, monkeypat
     conditional = {c.key() for label, c in every.runs.items() if label.endswith("?")}
     assert every.conditional == len(conditional) > 0 and unconditional.conditional == 0
     assert unconditional.minutes > 0 and every.minutes == pytest.approx(unconditional.minutes)
+
+
+def test_the_notebooks_that_read_their_runs_models_are_the_ones_their_paper_module_names():
+    """A paper notebook whose code reads a run's model (``.weights``, ``.models``) or builds a table from it
+    (``derived.table``) is in its paper module's MODELS, so that the plan counts the runs its render trains again."""
+    import json
+
+    reading = re.compile(r"derived\.table\(|\.weights\b|history\.models\b")
+    for notebook in sorted(NOTEBOOKS.glob("*/*.ipynb")):
+        if listed_runs(notebook, "ci")[0] is None:
+            continue  # no paper module lists its runs: nothing to plan
+        code = "\n".join("".join(c["source"]) for c in json.loads(notebook.read_text())["cells"]
+                         if c["cell_type"] == "code")
+        assert reads_models(notebook) == bool(reading.search(code)), notebook.name

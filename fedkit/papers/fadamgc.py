@@ -222,6 +222,7 @@ NOTES = {  # what a notebook computes besides its runs (not in the plan's minute
     "mechanism_stale_corrections": "at small scale whatever the scale; plus traces of its 3 runs (Federation)",
     "table3_special_case": "plus 5 traced rounds per data set and variant (Federation)",
 }
+MODELS = {"mechanism_stale_corrections"}  # renders that read each run's model or replay it (plan.py)
 
 
 def runs(notebook: str, scale: str, seed: int = 0, device: str = "cpu") -> dict[str, Config]:

@@ -115,6 +115,7 @@ NOTES = {  # what a notebook computes besides its runs (not in the plan's minute
     "fig2_fig6_gradient_norms": "plus per-client gradient norms at 10 snapshots of each run",
     "fig13_fig14_heterogeneity": "plus one partition per α (Federation)",
 }
+MODELS = {"fig1_fig7_loss_landscapes", "fig2_fig6_gradient_norms"}  # renders that read each run's model (plan.py)
 
 
 def runs(notebook: str, scale: str, seed: int = 0, device: str = "cpu") -> dict[str, Config]:

@@ -271,6 +271,7 @@ NOTES = {  # what a notebook computes besides its runs (not in the plan's minute
     "fig1_fig3_toy": "plus eq. 7's factors of one toy run (Federation)",
     "table1_compute_time": "timing runs on the sequential engine, never cached: they rerun every time",
 }
+MODELS = {"fig1_fig3_toy"}  # renders that read each run's model (plan.py)
 
 
 def runs(notebook: str, scale: str, seed: int = 0, device: str = "cpu") -> dict[str, Config]:
