@@ -33,13 +33,13 @@ def write(folder: Path, notebook: str, histories: dict[str, History]) -> Path | 
     """Archive ``histories`` (by config key) in ``folder/runs/<notebook>.parquet`` (and its clients file), beside the
     runs an earlier render of that notebook archived there (a run of the same key replaced): a render of one slice or
     parametrisation (``-p``) keeps the others'; nothing when there is no run. Writers of one folder take turns
-    (``_locked``), so processes that archive at once (precompute workers, a render) keep each other's runs."""
+    (``locked``), so processes that archive at once (precompute workers, a render) keep each other's runs."""
     if not histories:
         return None
     target = folder / FOLDER
     target.mkdir(parents=True, exist_ok=True)
     path = target / f"{notebook}.parquet"
-    with _locked(target):
+    with locked(target):
         _frames.cache_clear()  # read what another process may have written since this one last read
         _store(path, {**(read(path) if path.exists() else {}), **histories})
     return path
@@ -50,7 +50,7 @@ def drop(path: str | Path, keys: list[str]) -> list[str]:
     the next render trains them again); the keys it held, which it no longer does. A file is never left without a
     run: taking out all of them is refused (remove the file with git instead)."""
     path = Path(path)
-    with _locked(path.parent):
+    with locked(path.parent):
         _frames.cache_clear()
         kept = read(path)
         dropped = [key for key in keys if kept.pop(key, None) is not None]
@@ -76,7 +76,7 @@ def merge(source: Path, target: Path) -> list[tuple[Path, int]]:
 
 
 @contextmanager
-def _locked(folder: Path):
+def locked(folder: Path):
     """Hold an exclusive lock on ``folder`` (an advisory ``flock``, where the system has it) while the block runs."""
     try:
         import fcntl

@@ -20,7 +20,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .archive import FOLDER, keys_in, root
+from .archive import FOLDER, keys_in, locked, root
 from .errors import FedkitError
 from .history import History, replacing
 
@@ -64,14 +64,16 @@ def write(folder: Path, notebook: str) -> Path | None:
         return None
     path = folder / FOLDER / f"{notebook}{SUFFIX}"
     path.parent.mkdir(parents=True, exist_ok=True)
-    tables = {**(_read(path) if path.exists() else {}), **USED}
-    meta = {k: {**description, "columns": list(frame.columns), "dtypes": frame.dtypes.astype(str).tolist()}
-            for k, (description, frame) in sorted(tables.items())}
-    rows = pd.concat([frame.assign(derived=k) for k, (_, frame) in sorted(tables.items())], ignore_index=True)
-    arrow = pa.Table.from_pandas(rows, preserve_index=False)
-    arrow = arrow.replace_schema_metadata({**(arrow.schema.metadata or {}), META: json.dumps(meta, default=str)})
-    with replacing(path) as tmp:
-        pq.write_table(arrow, tmp, compression="zstd")
+    with locked(path.parent):  # writers of one folder take turns, each reading what the one before wrote
+        _read.cache_clear()
+        tables = {**(_read(path) if path.exists() else {}), **USED}
+        meta = {k: {**description, "columns": list(frame.columns), "dtypes": frame.dtypes.astype(str).tolist()}
+                for k, (description, frame) in sorted(tables.items())}
+        rows = pd.concat([frame.assign(derived=k) for k, (_, frame) in sorted(tables.items())], ignore_index=True)
+        arrow = pa.Table.from_pandas(rows, preserve_index=False)
+        arrow = arrow.replace_schema_metadata({**(arrow.schema.metadata or {}), META: json.dumps(meta, default=str)})
+        with replacing(path) as tmp:
+            pq.write_table(arrow, tmp, compression="zstd")
     index.cache_clear()
     _read.cache_clear()
     return path
