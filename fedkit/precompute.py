@@ -3,7 +3,9 @@
 groups train at once in worker processes: the kit's small models leave a GPU idle between one process's launches,
 so groups in parallel processes overlap there. Groups start in the listing's order (a run labelled '?' only where an
 earlier result calls for it goes last) until a deadline; a run cut off there keeps its checkpoint, so the next
-precompute, or the notebook itself, resumes it. The notebooks then read every finished run from the cache; with
+precompute, or the notebook itself, resumes it. A run only the run archive holds is read from there, unless its
+notebook reads its model and no table from it is archived (``plan.reads_models``): that one trains again, into the
+cache, as the plan counts it. The notebooks then read every finished run from the cache; with
 ``archive``, each finished group also goes into the run archive of every notebook that lists it, as their render
 would put it there. Workers end with the precompute, however it ends (an interrupt, SIGTERM, SIGKILL): none is left
 training as an orphan."""
@@ -28,6 +30,7 @@ class Group:
     """Configs that differ only in their seed, with the notebooks and labels that list them."""
     configs: list[Config]
     labels: list[str] = field(default_factory=list)  # "<paper>/<notebook>/<label>"
+    models: bool = False  # a notebook reads their models and no table from them is archived: train archived ones too
 
     @property
     def conditional(self) -> bool:
@@ -72,14 +75,17 @@ def _stop_at(deadline: float, parent: int | None = None, last: int | None = None
 
 def listed_groups(notebooks, scale: str, device: str, seed: int = 0, match: str | None = None):
     """The notebooks' listed runs (``fedkit.plan.listed_runs``) whose "<paper>/<notebook>/<label>" matches ``match``
-    (a regular expression; None: all), grouped by config up to the seed, in listing order with the '?' groups last;
-    and, by data set, why the runs on data that is not here were left out."""
+    (a regular expression; None: all), grouped by config up to the seed, in listing order with the '?' groups last
+    (``Group.models``: the plan's rule for runs whose models a render reads); and, by data set, why the runs on data
+    that is not here were left out."""
+    from . import archive, derived
     from .figures import find_notebooks
-    from .plan import Planner, matching_runs
+    from .plan import Planner, matching_runs, reads_models
 
     planner, groups, skipped = Planner(device), {}, {}
     for notebook in find_notebooks(notebooks):
         runs, _ = matching_runs(notebook, scale, seed, device, match)
+        tabled = derived.runs_with_tables(archive.root()) if reads_models(notebook) else None
         for name, cfg in (runs or {}).items():
             why = planner.missing(cfg)
             if why is not None:
@@ -89,6 +95,7 @@ def listed_groups(notebooks, scale: str, device: str, seed: int = 0, match: str 
             if cfg.key() not in {c.key() for c in group.configs}:
                 group.configs.append(cfg)
             group.labels.append(name)
+            group.models |= tabled is not None and cfg.key() not in tabled
     ordered = sorted(groups.values(), key=lambda g: g.conditional)  # stable: listing order otherwise
     return ordered, skipped
 
@@ -103,9 +110,9 @@ def archives_of(group: Group, scale: str) -> list[tuple[str, str]]:
 
 
 def _train(configs: list[dict], deadline: float, threads: int, parent: int | None = None,
-           archive_to: list[tuple[str, str]] = ()) -> dict:
-    """One group in a worker process: train its seeds together, add them to the archives ``archive_to`` (figures
-    folder, notebook); report how it ended."""
+           archive_to: list[tuple[str, str]] = (), models: bool = False) -> dict:
+    """One group in a worker process: train its seeds together (``models``: those only archived too, for their
+    models), add them to the archives ``archive_to`` (figures folder, notebook); report how it ended."""
     import torch
 
     from . import archive
@@ -114,12 +121,12 @@ def _train(configs: list[dict], deadline: float, threads: int, parent: int | Non
     torch.set_num_threads(threads)
     cfgs = [Config.from_dict(c) for c in configs]
     start = time.time()
-    cached = all(finished_run(c, default_cache()) is not None for c in cfgs)
+    cached = all(finished_run(c, default_cache(), archived=not models) is not None for c in cfgs)
     if start > deadline and not cached:
         return {"status": "not started (deadline)", "seconds": 0.0}
     watched = parent if parent != os.getpid() else None  # run in the precompute's own process: nothing to watch
     try:
-        histories = run_together(cfgs, progress=False,
+        histories = run_together(cfgs, progress=False, archive=not models,
                                  callbacks=[_stop_at(deadline, watched, max(c.rounds for c in cfgs))])
     except DeadlineReached as err:
         return {"status": f"cut off at the deadline, {err}; its checkpoint is kept", "seconds": time.time() - start}
@@ -160,7 +167,7 @@ def precompute(notebooks, scale: str, device: str = "cpu", seed: int = 0, worker
     try:
         with ProcessPoolExecutor(workers, mp_context=_Workers()) as pool:
             futures = {pool.submit(_train, [c.to_dict() for c in g.configs], deadline, threads, os.getpid(),
-                                   archives_of(g, scale) if archive else []): g for g in groups}
+                                   archives_of(g, scale) if archive else [], g.models): g for g in groups}
             for future in _terminating_workers_on_interrupt(as_completed(futures)):
                 group, first = futures[future], futures[future].configs[0]
                 row = {"runs": "; ".join(group.labels), "algorithm": first.algorithm, "dataset": first.dataset,

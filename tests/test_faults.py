@@ -46,7 +46,7 @@ def test_a_corrupt_cached_run_warning_says_where_it_was_moved_not_what_to_do(tmp
 # ---- a killed precompute takes its workers with it
 SLOW_TRAIN = """
 import os, pathlib, time
-def train(configs, deadline, threads, parent, archive_to):  # a group that trains for ten minutes
+def train(configs, deadline, threads, parent, archive_to, models):  # a group that trains for ten minutes
     pathlib.Path(os.environ["STARTED"], str(os.getpid())).touch()
     time.sleep(600)
 """

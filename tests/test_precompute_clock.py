@@ -135,6 +135,26 @@ def test_precompute_with_archive_adds_each_finished_group_to_its_notebooks_archi
         (str(tmp_path / "figures" / "feddual" / "paper"), "t1"), (str(tmp_path / "figures" / "taco" / "paper"), "t6")]
 
 
+def test_precompute_trains_an_archived_run_again_where_its_notebook_reads_the_model(inline, tmp_path, monkeypatch):
+    from fedkit import derived
+
+    monkeypatch.setenv("FEDKIT_FIGURES", str(tmp_path / "figures"))
+    cfg, match = taco.runs(TOY.stem, "ci")[TOY_RUN], f"fig1_fig3_toy/{TOY_RUN}$"
+    archive.write(tmp_path / "figures" / "taco", TOY.stem, {cfg.key(): runner.run(cfg, cache=False, progress=False)})
+    entry = tmp_path / "runs" / cfg.key() / "meta.json"
+    monkeypatch.setattr(taco, "MODELS", set())
+    [read] = precompute([TOY], "ci", match=match)
+    assert read["status"] == "done" and not entry.exists()  # read from the archive: nothing trained
+    monkeypatch.setattr(taco, "MODELS", {TOY.stem})
+    monkeypatch.setattr(derived, "runs_with_tables", lambda figures: set())
+    [group] = listed_groups([TOY], "ci", "cpu", match=match)[0]
+    assert group.models
+    [trained] = precompute([TOY], "ci", match=match)
+    assert trained["status"] == "done" and entry.exists()  # trained into the cache: its model is at hand
+    monkeypatch.setattr(derived, "runs_with_tables", lambda figures: {cfg.key()})  # a table from it is archived
+    assert not listed_groups([TOY], "ci", "cpu", match=match)[0][0].models
+
+
 def test_stop_at_raises_only_after_its_deadline():
     assert _stop_at(pc.time.time() + 60)({"round": 3}, None) is None
     with pytest.raises(DeadlineReached, match=r"^stopped after round 3$"):
