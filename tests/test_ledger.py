@@ -399,3 +399,23 @@ def test_within_restricts_a_rule_to_the_quantities_present_only_where_the_rest_c
     for rule in (Gap("a", "b", at_least=1.0), Ratio("a", "b", at_most=2.0), Threshold("a", at_least=0.5),
                  Within("a", 1.0, 0.1)):
         assert rule.within(("a", "b")) is None  # these need their own quantities, and read nothing else
+
+
+def test_taco_fig2_claims_read_table5s_runs_at_every_seed_at_paper_scale(tmp_path):
+    """At paper scale Fig. 2's grid runs at seed 0 only (the figure); the claims read Table V's runs at each seed,
+    as the small scale does, from Table V's CSV."""
+    from fedkit.papers import taco_claims
+
+    claims = {c.id: c for c in taco_claims.CLAIMS}
+    finals = {"FedAvg": [0.58, 0.68, 0.74], "FedProx": [0.57, 0.69, 0.74], "Scaffold": [0.55, 0.67, 0.73],
+              "STEM": [0.20, 0.30, 0.25]}
+    (tmp_path / "taco" / "paper").mkdir(parents=True)
+    pd.DataFrame([{"dataset": "fmnist", "method": m, "seed": s, "final_accuracy": a}
+                  for m, accs in finals.items() for s, a in enumerate(accs)]
+                 ).to_csv(tmp_path / "taco" / "paper" / "table5_round_to_accuracy_label_groups.csv", index=False)
+    verdict = lambda cid: ledger.decide(claims[cid], "paper", tmp_path)
+    assert verdict("taco-fig2-fmnist-scaffold-below").label == "reproduced"
+    assert verdict("taco-fig2-fmnist-stem-above").label == "not reproduced"
+    prox = verdict("taco-fig2-fmnist-fedprox-below")  # below on seed 0, above on seed 1, tied on seed 2
+    assert (prox.label, prox.agreeing, prox.seeds) == ("inconclusive", 1, 3)
+    assert ledger.measure_at(claims["taco-fig2-fmnist-stem-above"], "small").source == "fig2_re_evaluation.csv"

@@ -30,7 +30,7 @@ from .taco import METHODS, TABLE5
 
 T = "taco"
 TABLE5_FILES = {"adult": "dirichlet", "cifar100": "dirichlet", "fmnist": "label_groups", "cifar10": "label_groups",
-                "shakespeare": "shakespeare"}
+                "svhn": "label_groups", "shakespeare": "shakespeare"}
 NAMES = {"adult": "adult", "fmnist": "FMNIST", "cifar10": CIFAR10_SUBSET,
          "cifar100": "CIFAR-100 stand-in (small: 4k CIFAR-10 subset, Dir(0.5), CNN)",
          "shakespeare": "Shakespeare (small: 10 LEAF roles, K = 5, T = 15)"}
@@ -190,18 +190,23 @@ def table3_claims() -> list[Claim]:
 
 def fig2_claims(dataset: str, data: str) -> list[Claim]:
     item = f"Fig. 2 a/b, {data}, final accuracy % (Table V's hyper-parameters; the paper's grid skipped at small)"
+    names = ("FedAvg", "FedProx", "Scaffold", "STEM")
     measure = Measure("fig2_re_evaluation.csv", "test_accuracy", where={"dataset": dataset},
-                      reduce="last", fill=0.0, percent=True, names=("FedAvg", "FedProx", "Scaffold", "STEM"))
+                      reduce="last", fill=0.0, percent=True, names=names)
     caveat = "Table V's ζ, β, α_t; the paper reports the best of its grid, which the small scale skips"
+    # At paper scale the figure draws the grid's pick at the first seed only; the claims read Table V's runs, as at
+    # small scale, at every seed: the same runs' final accuracy, from Table V's CSV.
+    at_paper = {"paper_measure": table5_final(dataset, names),
+                "caveat": f"{caveat}; paper scale runs the grid at seed 0 only, for the figure"}
     paper = {"fmnist": ("67.14 vs 71.36", "68.84 vs 71.36", "72.97 vs 71.36"),
              "svhn": ("36.69 (×) vs 73.97", "19.58 (×) vs 73.97", "74.55 vs 73.97")}[dataset]
     return [
         Claim(f"taco-fig2-{dataset}-fedprox-below", T, item, "FedProx ends below FedAvg (over-correction)",
-              f"FedProx {paper[0]}", measure, Order(("FedAvg", "FedProx")), caveat=caveat, **CHANCE),
+              f"FedProx {paper[0]}", measure, Order(("FedAvg", "FedProx")), **CHANCE, **at_paper),
         Claim(f"taco-fig2-{dataset}-scaffold-below", T, item, "Scaffold ends below FedAvg (over-correction; "
-              "diverged: 0)", f"Scaffold {paper[1]}", measure, Order(("FedAvg", "Scaffold")), caveat=caveat, **CHANCE),
+              "diverged: 0)", f"Scaffold {paper[1]}", measure, Order(("FedAvg", "Scaffold")), **CHANCE, **at_paper),
         Claim(f"taco-fig2-{dataset}-stem-above", T, item, "STEM, the only baseline that beats FedAvg per round, ends "
-              "above it", f"STEM {paper[2]}", measure, Order(("STEM", "FedAvg")), caveat=caveat, **CHANCE),
+              "above it", f"STEM {paper[2]}", measure, Order(("STEM", "FedAvg")), **CHANCE, **at_paper),
     ]
 
 
