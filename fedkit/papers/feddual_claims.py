@@ -250,8 +250,8 @@ CLAIMS = [
     *amplified_claims("cifar10", "Fig. 6"),
 ]
 # Why each paper-scale CSV is not run (paper_plan: its notebook's runs left, from ledger.PAPER_PLAN_RUN's plan)
-TABLE1_LEFT = (f"{paper_plan(23, 479.3)}; 7 are left now: FedAvg, FedDUAL, FedProx, FedNova, SCAFFOLD and FedBN hold "
-               "3 seeds each, FedDyn 2 (CPU slices, 2026-11-27/29), MOON and FedPVR none")
+TABLE1_LEFT = (f"{paper_plan(23, 479.3)}; 5 are left now: FedAvg, FedDUAL, FedProx, FedNova, SCAFFOLD, FedBN and "
+               "FedDyn hold 3 seeds each, MOON 1 (CPU slices, 2026-11-27/29), FedPVR none")
 CIFARS = "CIFAR-10 and CIFAR-100"
 PAPER_PLAN = {"table1_fmnist.csv": TABLE1_LEFT, "fig4_rounds_to_target.csv": TABLE1_LEFT,
               "table1_cifar10.csv": paper_plan(0, 0, CIFARS, 54), "table1_cifar100.csv": paper_plan(0, 0, CIFARS, 54),
