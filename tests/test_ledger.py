@@ -419,3 +419,19 @@ def test_taco_fig2_claims_read_table5s_runs_at_every_seed_at_paper_scale(tmp_pat
     prox = verdict("taco-fig2-fmnist-fedprox-below")  # below on seed 0, above on seed 1, tied on seed 2
     assert (prox.label, prox.agreeing, prox.seeds) == ("inconclusive", 1, 3)
     assert ledger.measure_at(claims["taco-fig2-fmnist-stem-above"], "small").source == "fig2_re_evaluation.csv"
+
+
+def test_feddual_fig13_at_table1s_alpha_reads_table1s_runs_at_paper_scale():
+    """Fig. 13's paper-scale column at Table 1's α lists exactly Table 1's runs (the same configs), so its claim reads
+    Table 1's CSV, all nine methods; the other α read the heterogeneity CSV."""
+    from fedkit.papers import feddual, feddual_claims
+
+    heterogeneity = feddual.runs("fig13_fig14_heterogeneity", "paper")
+    at_table1 = {c.key() for label, c in heterogeneity.items() if label.startswith("α=0.01/")}
+    assert at_table1 and at_table1 <= {c.key() for c in feddual.runs("table1_fig3_fig4_methods", "paper").values()}
+    claims = {c.id: c for c in feddual_claims.CLAIMS}
+    table1 = ledger.measure_at(claims["feddual-fig13-best-0.01"], "paper")
+    assert table1.source == "table1_fmnist.csv" and set(table1.names) == set(feddual.METHODS)
+    for other in ("feddual-fig13-best-0.1", "feddual-fig13-best-1"):
+        assert ledger.measure_at(claims[other], "paper").source == "fig13_fig14_heterogeneity_seeds.csv"
+    assert ledger.measure_at(claims["feddual-fig13-best-0.01"], "small").source == "fig13_fig14_heterogeneity_seeds.csv"

@@ -22,7 +22,7 @@ from ..ledger import (
     paper_plan,
     with_paper_plan,
 )
-from .feddual import ABLATION, ABLATION_TABLES, METHODS, TABLE1
+from .feddual import ABLATION, ABLATION_TABLES, COMMON, METHODS, TABLE1
 
 NO_CIFAR100 = "CIFAR-100 is not available offline (no small-scale substitute)"
 CHANCE = dict(floor=0.15, floor_why="every mean final accuracy below 15 % (chance is 10 %)")
@@ -168,11 +168,13 @@ def ablation_claims(dataset: str) -> list[Claim]:
 
 
 def alpha_claims(alpha: float, label: str) -> Claim:
+    # at paper scale Fig. 13's column at Table 1's α holds Table 1's runs (the same configs): read from Table 1's CSV
+    table1_runs = {"paper_measure": table1("fmnist")} if alpha == COMMON["partition_args"]["alpha"] else {}
     return Claim(f"feddual-fig13-best-{label.split()[-1]}", "feddual",
                  f"Fig. 13, FMNIST (small: 12k / 2k sample), {label}, final accuracy %",
                  "FedDUAL highest (small: of FedAvg, FedProx, FedDUAL; paper: of all baselines)",
                  "FedDUAL highest at every α", heterogeneity(alpha), Best("FedDUAL"), **CHANCE,
-                 caveat=f"{MU_EDGE}; {OWN_EPS}")
+                 caveat=f"{MU_EDGE}; {OWN_EPS}", **table1_runs)
 
 
 def amplified_claims(dataset: str, figure: str) -> list[Claim]:
