@@ -205,9 +205,8 @@ class Best(Rule):
 
     def within(self, names):
         others = tuple(o for o in self.others if o in names)
-        if self.name not in names or not (others or not self.others and len(names) > 1):
-            return None
-        return dataclasses.replace(self, others=others)
+        rivals = others if self.others else tuple(n for n in names if n != self.name)  # no others: every column
+        return dataclasses.replace(self, others=others) if self.name in names and rivals else None
 
     @property
     def text(self):
