@@ -252,8 +252,8 @@ CLAIMS = [
     *amplified_claims("cifar10", "Fig. 6"),
 ]
 # Why each paper-scale CSV is not run (paper_plan: its notebook's runs left, from ledger.PAPER_PLAN_RUN's plan)
-TABLE1_LEFT = (f"{paper_plan(23, 479.3)}; 2 are left now: FedAvg, FedDUAL, FedProx, FedNova, SCAFFOLD, FedBN and "
-               "FedDyn hold 3 seeds each, MOON and FedPVR 2 each (CPU slices, 2026-11-27/29)")
+TABLE1_LEFT = (f"{paper_plan(23, 479.3)}; 1 is left now: every method holds 3 seeds but MOON, 2 (CPU slices, "
+               "2026-11-27/29)")
 CIFARS = "CIFAR-10 and CIFAR-100"
 RERUN = "2026-11-29"  # the plan re-run on this session's idle AMD EPYC (the campaign's two workers paused)
 PAPER_PLAN = {"table1_fmnist.csv": TABLE1_LEFT, "fig4_rounds_to_target.csv": TABLE1_LEFT,
