@@ -67,6 +67,17 @@ def reads_models(notebook: Path) -> bool:
     return notebook.stem in getattr(module, "MODELS", ())
 
 
+def needs_model(notebook: Path):
+    """A test of a config: whether ``notebook``'s render needs its run's model, which no archived table stands for
+    (``reads_models``); the archive read once per notebook."""
+    from . import archive, derived
+
+    if not reads_models(notebook):
+        return lambda cfg: False
+    tabled = derived.runs_with_tables(archive.root())
+    return lambda cfg: cfg.key() not in tabled
+
+
 def matching_runs(notebook: Path, scale: str, seed: int = 0, device: str = "cpu",
                   match: str | None = None) -> tuple[dict[str, Config] | None, str]:
     """``listed_runs`` keyed "<paper>/<notebook>/<label>", only those whose name matches the regular expression
@@ -161,12 +172,11 @@ class Planner:
         return cfg.local_epochs * math.ceil(samples / cfg.batch_size)
 
     def notebook(self, notebook: Path, scale: str, seed: int, match: str | None = None) -> NotebookPlan:
-        from . import archive, derived
         from .runner import default_cache, finished_run, rounds_left
 
         runs, note = matching_runs(notebook, scale, seed, self.target, match)
         out = NotebookPlan(notebook, runs, note)
-        tabled = derived.runs_with_tables(archive.root()) if reads_models(notebook) else None
+        model_read = needs_model(notebook)
         configs, labels = {}, {}  # by key: a config listed under several labels plans once
         for label, c in (runs or {}).items():
             configs[c.key()] = c
@@ -177,7 +187,7 @@ class Planner:
                 in_cache = finished_run(cfg, default_cache(), archived=False) is not None
                 out.finished += in_cache
                 out.archived += not in_cache
-                if in_cache or tabled is None or cfg.key() in tabled:
+                if in_cache or not model_read(cfg):
                     continue
                 out.models += 1  # its model is read and the archive keeps none: the render trains it again, in full
                 left = cfg.rounds

@@ -76,16 +76,15 @@ def _stop_at(deadline: float, parent: int | None = None, last: int | None = None
 def listed_groups(notebooks, scale: str, device: str, seed: int = 0, match: str | None = None):
     """The notebooks' listed runs (``fedkit.plan.listed_runs``) whose "<paper>/<notebook>/<label>" matches ``match``
     (a regular expression; None: all), grouped by config up to the seed, in listing order with the '?' groups last
-    (``Group.models``: the plan's rule for runs whose models a render reads); and, by data set, why the runs on data
+    (``Group.models``: ``plan.needs_model``); and, by data set, why the runs on data
     that is not here were left out."""
-    from . import archive, derived
     from .figures import find_notebooks
-    from .plan import Planner, matching_runs, reads_models
+    from .plan import Planner, matching_runs, needs_model
 
     planner, groups, skipped = Planner(device), {}, {}
     for notebook in find_notebooks(notebooks):
         runs, _ = matching_runs(notebook, scale, seed, device, match)
-        tabled = derived.runs_with_tables(archive.root()) if reads_models(notebook) else None
+        model_read = needs_model(notebook)
         for name, cfg in (runs or {}).items():
             why = planner.missing(cfg)
             if why is not None:
@@ -95,7 +94,7 @@ def listed_groups(notebooks, scale: str, device: str, seed: int = 0, match: str 
             if cfg.key() not in {c.key() for c in group.configs}:
                 group.configs.append(cfg)
             group.labels.append(name)
-            group.models |= tabled is not None and cfg.key() not in tabled
+            group.models |= model_read(cfg)
     ordered = sorted(groups.values(), key=lambda g: g.conditional)  # stable: listing order otherwise
     return ordered, skipped
 
