@@ -79,8 +79,13 @@ def save_table(data, paper: str, name: str, scale: str | None = None) -> Path:
     return csv
 
 
+def paper_folder(paper: str, scale: str) -> Path:
+    """Where ``paper``'s figures at ``scale`` live: figures/<paper>/paper/ at paper scale, figures/<paper>/ else."""
+    return figures_root() / paper / ("paper" if scale == "paper" else "")
+
+
 def _folder(paper: str, scale: str | None) -> Path:
-    folder = figures_root() / paper / ("paper" if (scale or default_scale()) == "paper" else "")
+    folder = paper_folder(paper, scale or default_scale())
     folder.mkdir(parents=True, exist_ok=True)
     return folder
 

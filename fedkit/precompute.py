@@ -101,11 +101,10 @@ def listed_groups(notebooks, scale: str, device: str, seed: int = 0, match: str 
 
 def archives_of(group: Group, scale: str) -> list[tuple[str, str]]:
     """The (figures folder, notebook) whose run archive each notebook listing ``group`` renders into at ``scale``."""
-    from .figures import figures_root
+    from .figures import paper_folder
 
     notebooks = dict.fromkeys(tuple(label.split("/")[:2]) for label in group.labels)
-    return [(str(figures_root() / paper / ("paper" if scale == "paper" else "")), notebook)
-            for paper, notebook in notebooks]
+    return [(str(paper_folder(paper, scale)), notebook) for paper, notebook in notebooks]
 
 
 def _train(configs: list[dict], deadline: float, threads: int, parent: int | None = None,
