@@ -252,12 +252,9 @@ CLAIMS = [
     *amplified_claims("cifar10", "Fig. 6"),
 ]
 # Why each paper-scale CSV is not run (paper_plan: its notebook's runs left, from ledger.PAPER_PLAN_RUN's plan)
-TABLE1_LEFT = (f"{paper_plan(23, 479.3)}; 1 is left now: every method holds 3 seeds but MOON, 2 (CPU slices, "
-               "2026-11-27/29)")
 CIFARS = "CIFAR-10 and CIFAR-100"
 RERUN = "2026-11-29"  # the plan re-run on this session's idle AMD EPYC (the campaign's two workers paused)
-PAPER_PLAN = {"table1_fmnist.csv": TABLE1_LEFT, "fig4_rounds_to_target.csv": TABLE1_LEFT,
-              "table1_cifar10.csv": paper_plan(0, 0, CIFARS, 54), "table1_cifar100.csv": paper_plan(0, 0, CIFARS, 54),
+PAPER_PLAN = {"table1_cifar10.csv": paper_plan(0, 0, CIFARS, 54), "table1_cifar100.csv": paper_plan(0, 0, CIFARS, 54),
               "feddual-fig4-cifar10-fastest": paper_plan(0, 0, CIFARS, 54),
               "table3_ablation_cifar10.csv": paper_plan(0, 0, CIFARS, 22),
               "table4_ablation_cifar100.csv": paper_plan(0, 0, CIFARS, 22),
