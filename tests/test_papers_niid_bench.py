@@ -44,6 +44,19 @@ def test_a_slice_keeps_the_order_of_the_full_listing_and_names_a_bad_value():
         P.cells("paper", partitions=[])
 
 
+def test_labels_pick_exact_cells_across_pairs_and_placements():
+    labels = ["FMNIST/IID/SCAFFOLD/after_step", "MNIST/Dir(0.5)/FedAvg", "FMNIST/IID/FedAvg"]
+    picked = P.cells("paper", labels=labels)
+    assert picked == [("MNIST", "Dir(0.5)", "FedAvg", ""), ("FMNIST", "IID", "FedAvg", ""),
+                      ("FMNIST", "IID", "SCAFFOLD", "after_step")]  # the full listing's order
+    assert sorted(map(P.cell_label, picked)) == sorted(labels)
+    assert P.cells("paper", ["FMNIST"], labels=labels[::2]) == picked[1:]  # within the slice the others chose
+    with pytest.raises(ValueError, match="FMNIST/IID/SCAFFOLD'"):  # a method without its placement names no cell
+        P.cells("paper", labels=["FMNIST/IID/SCAFFOLD"])
+    with pytest.raises(ValueError, match="MNIST/Dir"):  # not in the slice the other parameters chose
+        P.cells("paper", ["FMNIST"], labels=["MNIST/Dir(0.5)/FedAvg"])
+
+
 class FakeHistory:
     def __init__(self, accuracy, diverged, curve=None):
         self.final_accuracy, self.diverged = accuracy, diverged

@@ -132,16 +132,26 @@ def placement_configs(scale: str, seed: int = 0, device: str = "cpu") -> dict[st
             for method, placement in PLACEMENT_METHODS}
 
 
-def cells(scale: str, datasets=None, partitions=None, methods=None) -> list[tuple[str, str, str, str]]:
+def cells(scale: str, datasets=None, partitions=None, methods=None, labels=None) -> list[tuple[str, str, str, str]]:
     """(dataset, partition, method, placement) of every cell run at ``scale`` (ci: MNIST Dir(0.5) and #C=2), or of
     the slice of it on ``datasets``, ``partitions`` and ``methods`` (NIID-Bench's names, "SCAFFOLD" naming both
-    placements; None: all), e.g. one GPU job's share or what one CPU session can finish."""
+    placements; None: all), e.g. one GPU job's share or what one CPU session can finish; ``labels`` keeps, of those,
+    the cells named by their label (``cell_label``), e.g. two (data set, partition) pairs and one placement."""
     every = (["MNIST"], ["Dir(0.5)", "#C=2"]) if scale == "ci" else (list(DATASETS), list(PARTITIONS))
     every_method = list(dict.fromkeys(m for m, _ in METHODS))
     datasets, partitions, methods = (_pick(chosen, names, what, scale) for chosen, names, what in
                                      ((datasets, every[0], "data set"), (partitions, every[1], "partition"),
                                       (methods, every_method, "method")))
-    return [(d, p, m, c) for d in datasets for p in partitions for m, c in METHODS if m in methods]
+    listed = [(d, p, m, c) for d in datasets for p in partitions for m, c in METHODS if m in methods]
+    if labels is None:
+        return listed
+    chosen = _pick(labels, [cell_label(c) for c in listed], "cell", scale)
+    return [c for c in listed if cell_label(c) in chosen]
+
+
+def cell_label(cell: tuple[str, str, str, str]) -> str:
+    """A cell's name, as in ``fedkit figures --plan --match``: "FMNIST/IID/FedAvg", "MNIST/#C=2/SCAFFOLD/after_step"."""
+    return "/".join(part for part in cell if part)
 
 
 def _pick(chosen, names: list[str], what: str, scale: str) -> list[str]:

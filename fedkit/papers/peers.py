@@ -14,7 +14,7 @@ def runs(notebook: str, scale: str, seed: int = 0, device: str = "cpu") -> dict[
     and ``seed``, by label."""
     seeds = range(seed, seed + N.SEEDS[scale])
     if notebook == "niid_bench":
-        cells = {"/".join(c for c in cell if c): N.config(*cell, scale=scale, seed=seed, device=device)
+        cells = {N.cell_label(cell): N.config(*cell, scale=scale, seed=seed, device=device)
                  for cell in N.cells(scale)}
         return seeded(cells, seeds)
     if notebook == "scaffold_placement":
