@@ -205,8 +205,9 @@ def lookup(key: str) -> History | None:
 def coverage(figures: Path) -> pd.DataFrame:
     """Per committed figure under ``figures`` (its provenance file): its scale, the runs it read, how many of them
     the run archive holds and how many it timed without the cache (``timed``: a render times them again on the machine
-    at hand, by design), and the same for the tables it computed from models (``fedkit.derived``). A figure whose
-    runs and tables are all archived or timed renders on a fresh clone without training anything else."""
+    at hand, by design), the keys of the others (``lacking``), and the same counts for the tables it computed from
+    models (``fedkit.derived``). A figure whose runs and tables are all archived or timed renders on a fresh clone
+    without training anything else."""
     from . import derived
 
     held, tables = set(index(figures.absolute())), set(derived.index(figures.absolute()))
@@ -217,5 +218,7 @@ def coverage(figures: Path) -> pd.DataFrame:
         timed = {key for key, run in runs.items() if run.get("cached") is False} - held
         rows.append({"figure": str(path.relative_to(figures)).removesuffix(".provenance.json"),
                      "scale": provenance.get("scale"), "runs": len(runs), "archived": len(set(runs) & held),
-                     "timed": len(timed), "tables": len(used), "tables_archived": len(used & tables)})
-    return pd.DataFrame(rows, columns=["figure", "scale", "runs", "archived", "timed", "tables", "tables_archived"])
+                     "timed": len(timed), "lacking": tuple(sorted(set(runs) - held - timed)), "tables": len(used),
+                     "tables_archived": len(used & tables)})
+    return pd.DataFrame(rows, columns=["figure", "scale", "runs", "archived", "timed", "lacking", "tables",
+                                       "tables_archived"])

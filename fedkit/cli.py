@@ -532,8 +532,7 @@ def cmd_cache(args) -> int:
         from . import archive
 
         coverage = archive.coverage(archive.root())
-        lacking = coverage["runs"] - coverage["archived"] - coverage["timed"]
-        short = coverage[(lacking > 0) | (coverage["tables_archived"] < coverage["tables"])]
+        short = coverage[(coverage["lacking"].map(len) > 0) | (coverage["tables_archived"] < coverage["tables"])]
         for row in short.itertuples():
             print(f"{row.figure} ({row.scale}): {row.archived} of its {row.runs} runs archived"
                   + (f", {row.timed} timed here" if row.timed else "")
@@ -542,7 +541,7 @@ def cmd_cache(args) -> int:
         print(f"{len(coverage)} committed figures under {archive.root()}: {len(coverage) - len(short)} with every run "
               "and table they read archived" + (f" ({len(timed)} of them time {int(timed['timed'].sum())} run(s) "
                                                 "again on the machine at hand, by design)" if len(timed) else "")
-              + f", {len(short)} lacking {int(lacking[short.index].sum())} run(s) and "
+              + f", {len(short)} lacking {len(set().union(*short['lacking']))} distinct run(s) and "
               f"{int((short['tables'] - short['tables_archived']).sum())} table(s)")
         return 0
     if args.action == "merge":

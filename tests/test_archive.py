@@ -174,10 +174,12 @@ def test_archive_coverage_names_the_figures_whose_runs_the_archive_lacks(tmp_pat
     (figures / "paper_x" / "one.provenance.json").write_text(json.dumps({"scale": "ci", "runs": {a.key(): {}}}))
     monkeypatch.setenv("FEDKIT_FIGURES", str(figures))
     assert archive.coverage(figures).to_dict("records") == [
-        {"figure": "paper_x/both", "scale": "ci", "runs": 2, "archived": 1, "timed": 0, "tables": 0,
-         "tables_archived": 0},
-        {"figure": "paper_x/one", "scale": "ci", "runs": 1, "archived": 1, "timed": 0, "tables": 0,
+        {"figure": "paper_x/both", "scale": "ci", "runs": 2, "archived": 1, "timed": 0, "lacking": (b.key(),),
+         "tables": 0, "tables_archived": 0},
+        {"figure": "paper_x/one", "scale": "ci", "runs": 1, "archived": 1, "timed": 0, "lacking": (), "tables": 0,
          "tables_archived": 0}]
+    # another figure lacking the same run: the summary counts it once
+    (figures / "paper_x" / "again.provenance.json").write_text(json.dumps({"scale": "ci", "runs": {b.key(): {}}}))
     (figures / "paper_x" / "surface.provenance.json").write_text(json.dumps({"scale": "ci", "runs": {a.key(): {}},
                                                                              "derived": {"0123abcd": {}}}))
     # a timing table: its runs trained without the cache, so every render times them again (none is lacking)
@@ -185,11 +187,12 @@ def test_archive_coverage_names_the_figures_whose_runs_the_archive_lacks(tmp_pat
         b.key(): {"cached": False}, "feedbeef00000000": {"cached": False}}}))
     assert main(["cache", "archive"]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[0] == "paper_x/both (ci): 1 of its 2 runs archived"
-    assert out[1] == "paper_x/surface (ci): 1 of its 1 runs archived, 0 of its 1 tables from models"
+    assert out[0] == "paper_x/again (ci): 0 of its 1 runs archived"
+    assert out[1] == "paper_x/both (ci): 1 of its 2 runs archived"
+    assert out[2] == "paper_x/surface (ci): 1 of its 1 runs archived, 0 of its 1 tables from models"
     assert out[-1].endswith(": 2 with every run and table they read archived (1 of them time 2 run(s) again on the "
-                            "machine at hand, by design), 2 lacking 1 run(s) and 1 table(s)")
-    assert len(out) == 3
+                            "machine at hand, by design), 3 lacking 1 distinct run(s) and 1 table(s)")
+    assert len(out) == 4
 
 
 def test_provenance_marks_the_runs_timed_without_the_cache(tmp_path):
