@@ -263,7 +263,6 @@ PAPER_PLAN = {"table1_cifar10.csv": paper_plan(0, 0, CIFARS, 54), "table1_cifar1
               "fig11_fig12_iterations_seeds.csv": paper_plan(27, 379.0, run=RERUN),
               "fig13_fig14_heterogeneity_seeds.csv": paper_plan(113, 1582.2, run=RERUN),
               "fig1_fig7_sharpness.csv": paper_plan(9, 126.3, run=RERUN),  # 6 of them retrained for models
-              "fig2_fig6_norm_ratios.csv": paper_plan(6, 84.2, run=RERUN),  # 2 of them retrained for models
               **{f"feddual-fig6-output-{k}": paper_plan(0, 0, "CIFAR-10", 6) for k in ("amplified", "most")}}
 CLAIMS = headlines(with_paper_plan(CLAIMS, PAPER_PLAN), "feddual-t1-fmnist-best",
                    "feddual-t1-fmnist-vs-fedavg", "feddual-t2-both-best")
