@@ -5,13 +5,16 @@ fresh clone without training again (the run archive keeps no models).
 ``table(history, analysis, compute, **params)`` is the table of (the run, ``analysis``, ``params``): the one this
 process already has, else the archived one, else ``compute()``'s. A render archives every table it used
 (``figures.save_table``) in ``runs/<notebook>.derived.parquet``: one row per table row, column ``derived`` naming the
-table, whose run, analysis, parameters, columns and dtypes the file's metadata holds. The key does not cover the
-analysis's code: after a fix to it, remove the notebook's derived file (``git rm``) so that its next render recomputes.
+table, whose run, analysis, parameters, columns and dtypes the file's metadata holds. During a render each table
+joins that file as soon as it is computed, so a render cut off (a session's end) keeps the tables it computed. The
+key does not cover the analysis's code: after a fix to it, remove the notebook's derived file (``git rm``) so that
+its next render recomputes.
 """
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
@@ -27,6 +30,7 @@ from .history import History, replacing
 META = b"fedkit.derived"  # {table key: {run, analysis, params, columns, dtypes}}
 SUFFIX = ".derived.parquet"
 USED: dict[str, tuple[dict, pd.DataFrame]] = {}  # this process's tables by key: (their description, the table)
+RENDERING = "FEDKIT_DERIVED_FILE"  # set by ``fedkit figures``: the tables file of the notebook it renders
 
 
 def key(run: str, analysis: str, params: dict) -> str:
@@ -49,6 +53,8 @@ def table(history: History, analysis: str, compute: Callable[[], pd.DataFrame], 
             raise FedkitError(f"derived table {analysis!r} of run {run}: compute() returned a {type(frame).__name__}, "
                               "not a DataFrame")
         USED[k] = ({"run": run, "analysis": analysis, "params": params}, frame)
+        if found is None and RENDERING in os.environ:
+            _store(Path(os.environ[RENDERING]))  # at once: a render cut off later keeps the tables computed so far
     return USED[k][1].copy()
 
 
@@ -60,9 +66,16 @@ def used() -> dict[str, dict]:
 def write(folder: Path, notebook: str) -> Path | None:
     """Archive this process's tables in ``folder/runs/<notebook>.derived.parquet``, beside those an earlier render
     archived there; nothing when there is none."""
-    if not USED:
-        return None
-    path = folder / FOLDER / f"{notebook}{SUFFIX}"
+    return _store(file(folder, notebook)) if USED else None
+
+
+def file(folder: Path, notebook: str) -> Path:
+    """The derived-tables file of ``notebook``'s figures in ``folder``."""
+    return folder / FOLDER / f"{notebook}{SUFFIX}"
+
+
+def _store(path: Path) -> Path:
+    """Add this process's tables to the file ``path`` (a table of the same key replaced)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with locked(path.parent):  # writers of one folder take turns, each reading what the one before wrote
         _read.cache_clear()

@@ -219,6 +219,8 @@ def _execute(notebook: Path, out: Path, parameters: dict) -> NotebookResult:
         log = Path(tmp) / "written"
         os.environ[WRITTEN_LOG] = str(log)  # the kernel inherits it (one notebook at a time per process)
         os.environ[NOTEBOOK] = notebook.stem
+        folder = paper_folder(notebook.parent.name, parameters["scale"]).absolute()  # where its save_table writes
+        os.environ[derived.RENDERING] = str(derived.file(folder, notebook.stem))
         scale_before = os.environ.get("FEDKIT_SCALE")
         os.environ["FEDKIT_SCALE"] = parameters["scale"]  # save_figure files paper-scale results apart
         start = time.perf_counter()
@@ -230,7 +232,7 @@ def _execute(notebook: Path, out: Path, parameters: dict) -> NotebookResult:
         except Exception as e:  # a notebook that cannot even start (bad JSON, no kernel) fails alone
             error = f"{type(e).__name__}: {_first_line(str(e))}"
         finally:
-            del os.environ[WRITTEN_LOG], os.environ[NOTEBOOK]
+            del os.environ[WRITTEN_LOG], os.environ[NOTEBOOK], os.environ[derived.RENDERING]
             if scale_before is None:
                 del os.environ["FEDKIT_SCALE"]
             else:

@@ -55,6 +55,24 @@ def test_a_table_is_computed_once_archived_and_read_back_exactly_instead_of_comp
     assert archive.index(archive.root()) == {}  # the run archive's index does not take it for a runs file
 
 
+def test_a_render_cut_off_keeps_the_tables_it_computed(tmp_path, monkeypatch):
+    """During a render (``fedkit figures`` names the notebook's tables file) a computed table is archived at once:
+    a render stopped before its first figure (a session's end) leaves it for the next one, which reads it."""
+    monkeypatch.setenv("FEDKIT_FIGURES", str(tmp_path / "figures"))
+    target = derived.file(tmp_path / "figures" / "paper_x", "nb")
+    monkeypatch.setenv(derived.RENDERING, str(target))
+    h = digits_history(tmp_path)
+    first = derived.table(h, "norms", lambda: norms_of(h), chunk=8)
+    assert target.exists()  # no save_table, no derived.write yet
+
+    monkeypatch.setattr(derived, "USED", {})  # the render was stopped; the next one starts
+    monkeypatch.delenv(derived.RENDERING)
+    derived.index.cache_clear()
+    read = derived.table(h, "norms", lambda: pytest.fail("computed again"), chunk=8)
+    pd.testing.assert_frame_equal(read, first)
+    assert not (tmp_path / "figures" / "paper_x" / "runs" / "nb.parquet").exists()  # tables only, no run archive
+
+
 def test_a_second_render_keeps_the_tables_of_the_first(tmp_path, monkeypatch):
     monkeypatch.setenv("FEDKIT_FIGURES", str(tmp_path / "figures"))
     a, b = digits_history(tmp_path, 0), digits_history(tmp_path, 1)
