@@ -219,7 +219,8 @@ def _execute(notebook: Path, out: Path, parameters: dict) -> NotebookResult:
         log = Path(tmp) / "written"
         os.environ[WRITTEN_LOG] = str(log)  # the kernel inherits it (one notebook at a time per process)
         os.environ[NOTEBOOK] = notebook.stem
-        folder = paper_folder(notebook.parent.name, parameters["scale"]).absolute()  # where its save_table writes
+        # notebooks/<paper>/x.ipynb saves under <paper>'s folder: its tables file is known before its first save
+        folder = paper_folder(notebook.parent.name, parameters["scale"]).absolute()
         os.environ[derived.RENDERING] = str(derived.file(folder, notebook.stem))
         scale_before = os.environ.get("FEDKIT_SCALE")
         os.environ["FEDKIT_SCALE"] = parameters["scale"]  # save_figure files paper-scale results apart
