@@ -22,6 +22,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from .checkout import figures_root
 from .errors import FedkitError
 from .history import History, replacing
 
@@ -190,9 +191,7 @@ def keys_in(root: Path, suffix: str, meta: bytes) -> dict[str, Path]:
 
 
 def root() -> Path:
-    """Where archives are read from: the figures folder (``fedkit.figures.figures_root``)."""
-    from .figures import figures_root
-
+    """Where archives are read from: the figures folder (``fedkit.checkout.figures_root``)."""
     return figures_root().absolute()
 
 
@@ -200,25 +199,3 @@ def lookup(key: str) -> History | None:
     """The archived run of config ``key``, or None."""
     path = index(root()).get(key)
     return None if path is None else read(path)[key]
-
-
-def coverage(figures: Path) -> pd.DataFrame:
-    """Per committed figure under ``figures`` (its provenance file): its scale, the runs it read, how many of them
-    the run archive holds and how many it timed without the cache (``timed``: a render times them again on the machine
-    at hand, by design), the keys of the others (``lacking``), and the same counts for the tables it computed from
-    models (``fedkit.derived``). A figure whose runs and tables are all archived or timed renders on a fresh clone
-    without training anything else."""
-    from . import derived
-
-    held, tables = set(index(figures.absolute())), set(derived.index(figures.absolute()))
-    rows = []
-    for path in sorted(figures.rglob("*.provenance.json")):
-        provenance = json.loads(path.read_text())
-        runs, used = provenance.get("runs", {}), set(provenance.get("derived", {}))
-        timed = {key for key, run in runs.items() if run.get("cached") is False} - held
-        rows.append({"figure": str(path.relative_to(figures)).removesuffix(".provenance.json"),
-                     "scale": provenance.get("scale"), "runs": len(runs), "archived": len(set(runs) & held),
-                     "timed": len(timed), "lacking": tuple(sorted(set(runs) - held - timed)), "tables": len(used),
-                     "tables_archived": len(used & tables)})
-    return pd.DataFrame(rows, columns=["figure", "scale", "runs", "archived", "timed", "lacking", "tables",
-                                       "tables_archived"])

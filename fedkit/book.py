@@ -312,7 +312,7 @@ def build(out: str | Path = "site", root: str | Path | None = None, repo: str | 
     repo = repo or os.environ.get("FEDKIT_BOOK_REPO") or REPO
     branch = branch or os.environ.get("FEDKIT_BOOK_BRANCH") or BRANCH
     if root is None:
-        from .figures import repo_root
+        from .checkout import repo_root
         root = repo_root()
         if root is None:
             raise FedkitError(f"no fedkit checkout (with notebooks/) above {Path.cwd()}; run from a clone")

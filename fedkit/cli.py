@@ -487,7 +487,7 @@ def cmd_plan(args) -> int:
 
 def cmd_ledger(args) -> int:
     from . import ledger
-    from .figures import repo_root
+    from .checkout import repo_root
 
     repo = repo_root()
     if repo is None:
@@ -530,8 +530,9 @@ def cmd_cache(args) -> int:
     root = args.dir or default_cache()
     if args.action == "archive":
         from . import archive
+        from .figures import coverage
 
-        coverage = archive.coverage(archive.root())
+        coverage = coverage(archive.root())
         short = coverage[(coverage["lacking"].map(len) > 0) | (coverage["tables_archived"] < coverage["tables"])]
         for row in short.itertuples():
             print(f"{row.figure} ({row.scale}): {row.archived} of its {row.runs} runs archived"
@@ -559,7 +560,7 @@ def cmd_cache(args) -> int:
         raise ConfigError(f"--from {args.source} applies to 'fedkit cache merge' only")
     if args.action in ("carry", "restore"):
         from .cache import carry, restore
-        from .figures import repo_root
+        from .checkout import repo_root
 
         repo = repo_root()
         if repo is None:

@@ -16,28 +16,15 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+import pandas as pd
+
 from . import archive, derived
+from .checkout import figures_root, repo_root
 from .provenance import code_state
 
 SCALES = ("ci", "small", "paper")
 WRITTEN_LOG = "FEDKIT_FIGURES_LOG"  # file that save_figure appends the paths it writes to
 NOTEBOOK = "FEDKIT_NOTEBOOK"  # the notebook being rendered: its runs are archived under its name
-
-
-def repo_root() -> Path | None:
-    """The fedkit checkout containing the current directory, if any."""
-    for folder in (Path.cwd(), *Path.cwd().parents):
-        if (folder / "pyproject.toml").exists() and (folder / "notebooks").is_dir():
-            return folder
-    return None
-
-
-def figures_root() -> Path:
-    """$FEDKIT_FIGURES, else the checkout's figures/ folder, else ./figures."""
-    if "FEDKIT_FIGURES" in os.environ:
-        return Path(os.environ["FEDKIT_FIGURES"])
-    root = repo_root()
-    return (root or Path.cwd()) / "figures"
 
 
 def default_scale() -> str:
@@ -264,3 +251,23 @@ def print_summary(results: list[NotebookResult], file=None) -> None:
     for r in failed:
         print(f"FAILED {r.notebook}: {r.error} (executed copy: {r.executed})", file=file)
     print(f"{len(results)} notebooks: {len(results) - len(failed)} ok, {len(failed)} failed", file=file)
+
+
+def coverage(figures: Path) -> pd.DataFrame:
+    """Per committed figure under ``figures`` (its provenance file): its scale, the runs it read, how many of them
+    the run archive holds and how many it timed without the cache (``timed``: a render times them again on the machine
+    at hand, by design), the keys of the others (``lacking``), and the same counts for the tables it computed from
+    models (``fedkit.derived``). A figure whose runs and tables are all archived or timed renders on a fresh clone
+    without training anything else."""
+    held, tables = set(archive.index(figures.absolute())), set(derived.index(figures.absolute()))
+    rows = []
+    for path in sorted(figures.rglob("*.provenance.json")):
+        provenance = json.loads(path.read_text())
+        runs, used = provenance.get("runs", {}), set(provenance.get("derived", {}))
+        timed = {key for key, run in runs.items() if run.get("cached") is False} - held
+        rows.append({"figure": str(path.relative_to(figures)).removesuffix(".provenance.json"),
+                     "scale": provenance.get("scale"), "runs": len(runs), "archived": len(set(runs) & held),
+                     "timed": len(timed), "lacking": tuple(sorted(set(runs) - held - timed)), "tables": len(used),
+                     "tables_archived": len(used & tables)})
+    return pd.DataFrame(rows, columns=["figure", "scale", "runs", "archived", "timed", "lacking", "tables",
+                                       "tables_archived"])

@@ -13,6 +13,7 @@ import torch
 
 from fedkit import Config, archive, run
 from fedkit.errors import FedkitError
+from fedkit.figures import coverage
 from fedkit.models.registry import build_model, count_parameters
 from fedkit.runner import run_together
 
@@ -173,7 +174,7 @@ def test_archive_coverage_names_the_figures_whose_runs_the_archive_lacks(tmp_pat
                                                                                                   b.key(): {}}}))
     (figures / "paper_x" / "one.provenance.json").write_text(json.dumps({"scale": "ci", "runs": {a.key(): {}}}))
     monkeypatch.setenv("FEDKIT_FIGURES", str(figures))
-    assert archive.coverage(figures).to_dict("records") == [
+    assert coverage(figures).to_dict("records") == [
         {"figure": "paper_x/both", "scale": "ci", "runs": 2, "archived": 1, "timed": 0, "lacking": (b.key(),),
          "tables": 0, "tables_archived": 0},
         {"figure": "paper_x/one", "scale": "ci", "runs": 1, "archived": 1, "timed": 0, "lacking": (), "tables": 0,

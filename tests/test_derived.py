@@ -8,6 +8,7 @@ import pytest
 
 from fedkit import Config, archive, derived, run
 from fedkit.errors import FedkitError
+from fedkit.figures import coverage
 
 
 @pytest.fixture(autouse=True)
@@ -111,4 +112,4 @@ def test_a_notebook_reading_models_renders_again_from_the_archive_alone(tmp_path
     render_ci(notebook, "empty_cache")  # a fresh machine: no run cache, no models
     assert not any((tmp_path / "empty_cache").glob("*"))  # nothing trained
     assert csv.read_text() == before
-    assert (archive.coverage(tmp_path / "figures")[["tables", "tables_archived"]].to_numpy() == 9).all()
+    assert (coverage(tmp_path / "figures")[["tables", "tables_archived"]].to_numpy() == 9).all()
