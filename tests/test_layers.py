@@ -51,5 +51,6 @@ def test_the_graph_sees_the_imports_it_is_meant_to_see():
 def test_the_kit_never_imports_the_pipeline():
     edges = graph()
     kit = reached(edges, KIT)
-    arrows = sorted(f"{module} -> {target}" for module in kit - PIPELINE for target in edges.get(module, set()) & PIPELINE)
+    arrows = sorted(f"{module} -> {target}" for module in kit - PIPELINE
+                    for target in edges.get(module, set()) & PIPELINE)
     assert not arrows, f"the kit imports the pipeline: {arrows}"

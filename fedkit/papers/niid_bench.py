@@ -61,7 +61,6 @@ PLACEMENT_SCALES = {"paper": {}, "small": dict(rounds=4), "ci": dict(dataset="mn
 
 # NIID-Bench's own numbers (Table III of the paper: top-1 accuracy, mean ± std of 3 runs, after 50 rounds) could not
 # be consulted offline: "not found", NaN in every cell, rather than a number from memory.
-PUBLISHED_SOURCE = "NIID-Bench, Li et al. ICDE 2022, Table III: not found (the paper's table could not be consulted)"
 # Two peers that did publish these cells, each with the correction placement its SCAFFOLD uses.
 # Flower's NIID-Bench baseline: adap/flower, baselines/niid_bench/README.md at commit
 # 5252f675773508b9701498e170773243d459ac99 (2023-11-07, "Add niid-Bench baseline (#2428)": PR #2428 as merged after
@@ -108,8 +107,6 @@ FEDBENCH = {
     ("MNIST", "#C=1"): {"FedAvg": (40.34, 26.51), "FedProx": (40.24, 21.8), "SCAFFOLD": (10.99, 0.5),
                         "FedNova": (54.66, 9.53)},
 }
-PEER_PLACEMENT = {"NIID-Bench": "after_step", "Flower NIID-Bench baseline": "after_step",
-                  "FedBench": "not stated"}
 
 
 def config(dataset: str, partition: str, method: str, placement: str = "", scale: str = "small", seed: int = 0,
@@ -182,6 +179,9 @@ def best_accuracy(history) -> float:
     return 100 * float(np.nanmax(accuracy)) if np.isfinite(accuracy).any() else np.nan
 
 
+DIGITS = 4  # accuracies in %, to 0.0001 point (finer than a 10,000-image test set's 0.01), without float noise
+
+
 def tidy(histories: dict, scale: str) -> pd.DataFrame:
     """One row per (dataset, partition, method, placement, seed) from ``run_seeds``-style histories keyed
     ((dataset, partition, method, placement), seed): fedkit's final accuracy (%, NaN if diverged), its best accuracy
@@ -192,8 +192,8 @@ def tidy(histories: dict, scale: str) -> pd.DataFrame:
     for ((dataset, partition, method, placement), seed), h in histories.items():
         rows.append({"dataset": dataset, "partition": partition, "method": method,
                      "correction_at": placement or "n/a", "seed": seed, "scale": scale,
-                     "final_accuracy": 100 * h.final_accuracy if not h.diverged else np.nan,
-                     "best_accuracy": best_accuracy(h),
+                     "final_accuracy": round(100 * h.final_accuracy, DIGITS) if not h.diverged else np.nan,
+                     "best_accuracy": round(best_accuracy(h), DIGITS),
                      "diverged": bool(h.diverged), "rounds": int(h.rounds["round"].iloc[-1]),
                      **peers(dataset, partition, method)})
     return pd.DataFrame(rows)
