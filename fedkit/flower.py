@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -60,19 +61,26 @@ Tensors = dict[str, torch.Tensor]
 def run_flower(cfg: Config, *, cache=None, progress: bool = True, backend_config: dict | None = None) -> History:
     """Train ``cfg`` through Flower's simulation engine (``cache`` and ``progress`` as in ``fedkit.run``; the
     default cache is the ``flower`` folder of fedkit's, so that a run of the built-in engines is not taken for
-    one on Flower)."""
+    one on Flower; the default ``backend_config`` gives each client ``client_resources(cfg)``)."""
     refuse(cfg)
     run = Run(cfg, cache=_cache(cache), progress=progress)
     if run.active:
         failure: list[BaseException] = []
         run_simulation(server_app=server_app(run, failure), client_app=client_app(cfg),
                        num_supernodes=cfg.num_clients,
-                       backend_config=backend_config or {"client_resources": {"num_cpus": 1, "num_gpus": 0.0}})
+                       backend_config=backend_config or {"client_resources": client_resources(cfg)})
         if failure:
             raise failure[0]
         if run.active:
             raise FedkitError(f"the Flower run of {cfg.algorithm} stopped after round {run.state.t} of {cfg.rounds}")
     return run.finish()
+
+
+def client_resources(cfg: Config) -> dict[str, float]:
+    """The Ray resources of each client's worker: one CPU and, when ``cfg`` trains on CUDA, a share of one GPU small
+    enough for one client per CPU core to share it (Ray hides every GPU from a worker that asks for none)."""
+    share = 1 / (os.cpu_count() or 1) if torch.device(cfg.device).type == "cuda" else 0.0
+    return {"num_cpus": 1, "num_gpus": round(share, 4)}  # Ray counts GPU shares to 0.0001
 
 
 def server_app(run: Run | None = None, failure: list | None = None) -> ServerApp:

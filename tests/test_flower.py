@@ -15,7 +15,7 @@ from fedkit import ConfigError, FedkitError, History, run
 from fedkit.configfile import load_config
 
 pytest.importorskip("flwr", reason="the flower extra is not installed (pip install -e '.[flower]')")
-from fedkit.flower import run_flower  # noqa: E402
+from fedkit.flower import client_resources, run_flower  # noqa: E402
 
 
 @pytest.mark.parametrize("algorithm,args", [("fedavg", {}), ("scaffold", {}), ("taco", {})])
@@ -31,6 +31,15 @@ def test_flower_gives_the_sequential_engines_history(algorithm, args):
     pd.testing.assert_frame_equal(results(flower), results(alone), rtol=1e-5, atol=1e-6)
     pd.testing.assert_frame_equal(client_results(flower), client_results(alone), rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(flower.weights, alone.weights, rtol=1e-5, atol=1e-6)
+
+
+def test_a_cuda_config_asks_ray_for_a_gpu_share(monkeypatch):
+    """Ray hides every GPU from a worker that asks for none: a CUDA run's clients ask for a share of one, a CPU
+    run's for none (they see no GPU)."""
+    monkeypatch.setattr(os, "cpu_count", lambda: 3)
+    assert client_resources(digits_config(device="cuda")) == {"num_cpus": 1, "num_gpus": 0.3333}
+    assert client_resources(digits_config(device="cuda:1"))["num_gpus"] == 0.3333
+    assert client_resources(digits_config(device="cpu")) == {"num_cpus": 1, "num_gpus": 0.0}
 
 
 def test_flower_refuses_an_algorithm_that_evaluates_the_clients_models_on_the_server():
