@@ -18,6 +18,8 @@ DEVICE="${DEVICE:-cuda}"
 # GRAPHS=1: first issue 43's measurement, the vectorized step eager and captured as a CUDA graph, in the same job
 if [ -n "${GRAPHS:-}" ]; then
   python3 -m pytest -q tests/test_engine_static.py tests/test_engine_conv.py 2>&1 | tail -3
+  # and, where Flower is installed, a CUDA run through Flower's simulation engine (its clients' GPU share)
+  python3 -c "import flwr" 2>/dev/null && python3 -m pytest -q tests/test_flower.py -k cuda 2>&1 | tail -3
   python3 benchmarks/cuda_graphs.py --device "$DEVICE" --passes 5 --out "$OUT/cuda_graphs.json"
 fi
 if [ -n "${CLOCK:-}" ]; then

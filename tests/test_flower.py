@@ -42,6 +42,13 @@ def test_a_cuda_config_asks_ray_for_a_gpu_share(monkeypatch):
     assert client_resources(digits_config(device="cpu")) == {"num_cpus": 1, "num_gpus": 0.0}
 
 
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_a_cuda_run_on_flower_gives_the_sequential_engines_history():
+    cfg = digits_config(algorithm="scaffold", num_clients=5, clients_per_round=3, engine="sequential", device="cuda")
+    flower = run_flower(cfg, cache=False, progress=False)
+    torch.testing.assert_close(flower.weights, run(cfg, cache=False, progress=False).weights, rtol=1e-5, atol=1e-6)
+
+
 def test_flower_refuses_an_algorithm_that_evaluates_the_clients_models_on_the_server():
     cfg = digits_config(algorithm="fedbn", num_clients=5, clients_per_round=3)
     with pytest.raises(ConfigError, match="algorithm 'fedbn' evaluates each client's own model on the server"):
