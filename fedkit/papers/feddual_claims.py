@@ -41,8 +41,9 @@ EPS_EDGE = ("the paper's best ε = 1e-5 is the smallest value of the small-scale
 ITER_EPS = "the paper ran the iteration sweep at ε = 1e-4 (its text), fedkit at its default ε = 1e-5"
 AMPLIFIED = ("the paper's figures carry no numbers; 'amplified' is read on the final global model as a non-IID / "
              "IID ratio of the summed-CE gradient norm")
-SHARPNESS = ("'sharper' is read as fedkit's sharpness: the mean training-loss rise over a 21 × 21 grid of filter-"
-             "normalised directions around the final model (1,000 training samples)")
+SHARPNESS = ("'sharper' is read as fedkit's sharpness: the mean training-loss rise over a grid of filter-normalised "
+             "directions around the final model (small: 21 × 21 points on 1,000 training samples; paper: 51 × 51 on "
+             "5,000)")
 DATASETS = {"fmnist": "FMNIST (small: 12k / 2k sample)", "cifar10": "CIFAR-10 (small: random-VGG substitute)",
             "cifar100": "CIFAR-100"}
 ABLATION_TABLE = {"fmnist": "Table 2", "cifar10": "Table 3", "cifar100": "Table 4"}
