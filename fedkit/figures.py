@@ -1,4 +1,5 @@
-"""The notebook pipeline: where figures go, and the batch command that regenerates them with papermill.
+"""The notebook pipeline: where figures go, the batch command that regenerates them with papermill, and which
+committed figures the run archive can render (``coverage``).
 
 Every notebook under notebooks/<paper>/ has a cell tagged ``parameters`` holding at least ``scale``
 ("ci" | "small" | "paper"), ``seed`` and ``device``; its default scale comes from $FEDKIT_SCALE so that
