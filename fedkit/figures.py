@@ -26,6 +26,7 @@ from .provenance import code_state
 SCALES = ("ci", "small", "paper")
 WRITTEN_LOG = "FEDKIT_FIGURES_LOG"  # file that save_figure appends the paths it writes to
 NOTEBOOK = "FEDKIT_NOTEBOOK"  # the notebook being rendered: its runs are archived under its name
+SIGNIFICANT = 15  # digits a table's floats keep: all a decimal keeps through a float, so only last-bit noise goes
 
 
 def default_scale() -> str:
@@ -53,7 +54,7 @@ def save_table(data, paper: str, name: str, scale: str | None = None) -> Path:
     (<name>.provenance.json: the commit, the scale, the thread count and every run of this process)."""
     scale = scale or default_scale()
     csv = _folder(paper, scale) / f"{name}.csv"
-    data.to_csv(csv, index=False)
+    data.to_csv(csv, index=False, float_format=_decimal)
     provenance = csv.with_suffix(".provenance.json")
     provenance.write_text(json.dumps(record_provenance(scale), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     _log_written([csv, provenance])
@@ -65,6 +66,12 @@ def save_table(data, paper: str, name: str, scale: str | None = None) -> Path:
     _log_written([archived, archived.with_suffix(".clients.parquet")] if archived else [])
     _log_written([tables] if tables else [])
     return csv
+
+
+def _decimal(x: float) -> str:
+    """``x`` to ``SIGNIFICANT`` digits, written as the shortest float that reads back to it: 87.57, not
+    87.57000000000001 (100 × 0.8757 in floats), and 3.0, not 3 (the column stays float)."""
+    return repr(float(f"{x:.{SIGNIFICANT}g}"))
 
 
 def paper_folder(paper: str, scale: str) -> Path:

@@ -215,6 +215,19 @@ def test_ledger_provenance_is_written_beside_each_table(tmp_path, monkeypatch):
     assert meta["commit"] is None or len(meta["commit"]) == 40
 
 
+def test_a_table_is_written_without_float_noise_and_reads_back_as_written(tmp_path, monkeypatch):
+    from fedkit.figures import save_table
+
+    monkeypatch.setenv("FEDKIT_FIGURES", str(tmp_path))
+    table = pd.DataFrame({"accuracy": [100 * 0.9905, 100 * 0.8757, 3.0], "loss": [0.1 + 0.2, 0.24523677368164062,
+                                                                                 float("inf")]})
+    assert 100 * 0.9905 != 99.05 and 0.1 + 0.2 != 0.3  # the products carry float noise, the CSV does not
+    written = save_table(table, "demo", "t", scale="small")
+    assert written.read_text().splitlines() == ["accuracy,loss", "99.05,0.3", "87.57,0.245236773681641", "3.0,inf"]
+    back = pd.read_csv(written)
+    assert (back.dtypes == "float64").all() and (back["accuracy"] - table["accuracy"]).abs().max() < 1e-12
+
+
 def test_ledger_staleness_follows_git(tmp_path):
     def git(*args):
         return subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True, text=True).stdout.strip()

@@ -179,9 +179,6 @@ def best_accuracy(history) -> float:
     return 100 * float(np.nanmax(accuracy)) if np.isfinite(accuracy).any() else np.nan
 
 
-DIGITS = 4  # accuracies in %, to 0.0001 point (finer than a 10,000-image test set's 0.01), without float noise
-
-
 def tidy(histories: dict, scale: str) -> pd.DataFrame:
     """One row per (dataset, partition, method, placement, seed) from ``run_seeds``-style histories keyed
     ((dataset, partition, method, placement), seed): fedkit's final accuracy (%, NaN if diverged), its best accuracy
@@ -192,8 +189,8 @@ def tidy(histories: dict, scale: str) -> pd.DataFrame:
     for ((dataset, partition, method, placement), seed), h in histories.items():
         rows.append({"dataset": dataset, "partition": partition, "method": method,
                      "correction_at": placement or "n/a", "seed": seed, "scale": scale,
-                     "final_accuracy": round(100 * h.final_accuracy, DIGITS) if not h.diverged else np.nan,
-                     "best_accuracy": round(best_accuracy(h), DIGITS),
+                     "final_accuracy": 100 * h.final_accuracy if not h.diverged else np.nan,
+                     "best_accuracy": best_accuracy(h),
                      "diverged": bool(h.diverged), "rounds": int(h.rounds["round"].iloc[-1]),
                      **peers(dataset, partition, method)})
     return pd.DataFrame(rows)
