@@ -421,7 +421,7 @@ def _refuted_by_a_slice(claim: Claim, measure: Measure, frame: pd.DataFrame) -> 
 
 # The `fedkit figures --scale paper --plan` the paper-scale "not run" reasons cite: the 2-core CPU idle (the campaign's
 # jobs paused), probes at 2 torch threads, local training only (benchmarks/results/2026-11-28-paper-plan/plan.txt)
-PAPER_PLAN_RUN = "2026-11-28"
+PAPER_PLAN_RUN = "2026-11-29"
 
 
 def paper_plan(runs: int, minutes: float, missing: str = "", not_predicted: int = 0, run: str = PAPER_PLAN_RUN) -> str:

@@ -254,16 +254,14 @@ CLAIMS = [
 ]
 # Why each paper-scale CSV is not run (paper_plan: its notebook's runs left, from ledger.PAPER_PLAN_RUN's plan)
 CIFARS = "CIFAR-10 and CIFAR-100"
-RERUN = "2026-11-29"  # the plan re-run on this session's idle AMD EPYC (the campaign's two workers paused)
 PAPER_PLAN = {"table1_cifar10.csv": paper_plan(0, 0, CIFARS, 54), "table1_cifar100.csv": paper_plan(0, 0, CIFARS, 54),
               "feddual-fig4-cifar10-fastest": paper_plan(0, 0, CIFARS, 54),
               "table3_ablation_cifar10.csv": paper_plan(0, 0, CIFARS, 22),
               "table4_ablation_cifar100.csv": paper_plan(0, 0, CIFARS, 22),
-              "fig5_layer_sets_seeds.csv": paper_plan(9, 126.3, run=RERUN),
-              "fig9_fig10_eps_seeds.csv": paper_plan(27, 379.0, run=RERUN),
-              "fig11_fig12_iterations_seeds.csv": paper_plan(27, 379.0, run=RERUN),
-              "fig13_fig14_heterogeneity_seeds.csv": paper_plan(113, 1582.2, run=RERUN),
-              "fig1_fig7_sharpness.csv": paper_plan(9, 126.3, run=RERUN),  # 6 of them retrained for models
+              "fig5_layer_sets_seeds.csv": paper_plan(9, 154.0),
+              "fig9_fig10_eps_seeds.csv": paper_plan(27, 461.9),
+              "fig11_fig12_iterations_seeds.csv": paper_plan(27, 461.9),
+              "fig13_fig14_heterogeneity_seeds.csv": paper_plan(108, 1847.5),
               **{f"feddual-fig6-output-{k}": paper_plan(0, 0, "CIFAR-10", 6) for k in ("amplified", "most")}}
 CLAIMS = headlines(with_paper_plan(CLAIMS, PAPER_PLAN), "feddual-t1-fmnist-best",
                    "feddual-t1-fmnist-vs-fedavg", "feddual-t2-both-best")

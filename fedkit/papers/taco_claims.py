@@ -406,8 +406,8 @@ CLAIMS = [
 # Why each paper-scale CSV is not run (paper_plan: its notebook's runs left, from ledger.PAPER_PLAN_RUN's plan)
 SHAKESPEARE_UNFIT = ("the LEAF Shakespeare split here cannot hold the paper-scale partition: only 10 of its users have "
                      "≥ 64 samples, fewer than the 20 clients (`fedkit figures --scale paper --plan`)")
-PAPER_PLAN = {"fig7_gamma_sensitivity.csv": paper_plan(33, 291.5, "CIFAR-10", 15),
-              "table7_scalability.csv": paper_plan(48, 1322.0, "CIFAR-100", 24),
+PAPER_PLAN = {"fig7_gamma_sensitivity.csv": paper_plan(33, 454.7, "CIFAR-10", 15),
+              "table7_scalability.csv": paper_plan(24, 1739.8, "CIFAR-100", 24),
               "step_clock_shakespeare.csv": SHAKESPEARE_UNFIT,
               "table5_round_to_accuracy_shakespeare.csv": SHAKESPEARE_UNFIT}
 CLAIMS = with_paper_plan(with_cifar10_missing_at_paper(CLAIMS), PAPER_PLAN)
