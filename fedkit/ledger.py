@@ -420,7 +420,7 @@ def _refuted_by_a_slice(claim: Claim, measure: Measure, frame: pd.DataFrame) -> 
 
 
 # The `fedkit figures --scale paper --plan` the paper-scale "not run" reasons cite: the 2-core CPU idle (the campaign's
-# jobs paused), probes at 2 torch threads, local training only (benchmarks/results/2026-11-28-paper-plan/plan.txt)
+# workers just finished), probes at 1 torch thread, local training only (benchmarks/results/2026-11-29-paper-plan-late/)
 PAPER_PLAN_RUN = "2026-11-29"
 
 
