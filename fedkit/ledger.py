@@ -424,14 +424,14 @@ def _refuted_by_a_slice(claim: Claim, measure: Measure, frame: pd.DataFrame) -> 
 PAPER_PLAN_RUN = "2026-11-29"
 
 
-def paper_plan(runs: int, minutes: float, missing: str = "", not_predicted: int = 0, run: str = PAPER_PLAN_RUN) -> str:
-    """Why a paper-scale CSV is not run, from the plan of date ``run``: its notebook's ``runs`` runs left whose data
+def paper_plan(runs: int, minutes: float, missing: str = "", not_predicted: int = 0) -> str:
+    """Why a paper-scale CSV is not run, from ``PAPER_PLAN_RUN``'s plan: its notebook's ``runs`` runs left whose data
     is here would take ``minutes`` of local training on the idle 2-core CPU; its other ``not_predicted`` runs need
     ``missing``, data this machine lacks (with no run on data here, the reason is that data)."""
     if not runs:
         return f"{missing}: not offline here, for its notebook's {not_predicted} paper-scale runs (not predicted)"
     plan = (f"{WAITING}: its notebook's {runs} runs with data here ≈ {minutes / 60:,.1f} h of local training on the "
-            f"idle 2-core CPU (`fedkit figures --scale paper --plan`, {run})")
+            f"idle 2-core CPU (`fedkit figures --scale paper --plan`, {PAPER_PLAN_RUN})")
     return f"{plan}; {not_predicted} runs need {missing}, not offline here (not predicted)" if missing else plan
 
 
