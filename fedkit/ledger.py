@@ -419,9 +419,11 @@ def _refuted_by_a_slice(claim: Claim, measure: Measure, frame: pd.DataFrame) -> 
                                                f"so far: {', '.join(absent)} cannot undo it")
 
 
-# The `fedkit figures --scale paper --plan` the paper-scale "not run" reasons cite: the 2-core CPU idle (the campaign's
-# workers just finished), probes at 1 torch thread, local training only (benchmarks/results/2026-11-29-paper-plan-late/)
-PAPER_PLAN_RUN = "2026-11-29"
+# The `fedkit figures --scale paper --plan` the paper-scale "not run" reasons cite, committed under
+# benchmarks/results/<PAPER_PLAN>/: the 2-core CPU idle (the campaign's workers just finished), probes at 1 torch
+# thread, local training only. Its reasons name the plan by its date.
+PAPER_PLAN = "2026-11-29-paper-plan-late"
+PAPER_PLAN_RUN = PAPER_PLAN[:10]
 
 
 def paper_plan(runs: int, minutes: float, missing: str = "", not_predicted: int = 0) -> str:

@@ -290,11 +290,11 @@ def plan_rows(name: str) -> set[tuple[int, str, int]]:
 
 def test_paper_plan_reasons_quote_the_committed_plan():
     """Every paper-scale reason's numbers are one notebook row of a committed plan: a dated reason's (its runs left
-    with data here, their hours, and its runs not predicted where it quotes them) of ledger.PAPER_PLAN_RUN's plan, an
+    with data here, their hours, and its runs not predicted where it quotes them) of ledger.PAPER_PLAN's plan, an
     undated one's runs not predicted (data missing here, which no run changes) of any plan committed."""
     import re
 
-    latest = plan_rows("2026-11-29-paper-plan-late")
+    latest = plan_rows(ledger.PAPER_PLAN)
     every = latest | plan_rows("2026-11-28-paper-plan")
     reasons = {c.paper_missing for c in ledger.claims()
                if c.paper_missing and (ledger.PAPER_PLAN_RUN in c.paper_missing or "not predicted" in c.paper_missing)}

@@ -310,7 +310,7 @@ CLAIMS = [
             "GC gains a steadier improvement over NT as the sampling rate grows", None, None, missing=CIFAR100)
       for n, k in ((5, 20), (6, 50))],
 ]
-# Why each paper-scale CSV is not run (paper_plan: its notebook's runs, from ledger.PAPER_PLAN_RUN's plan); every image
+# Why each paper-scale CSV is not run (paper_plan: its notebook's runs, from ledger.PAPER_PLAN's plan); every image
 # row runs 3,000 rounds on data that is not here, so no paper-scale run of FAdamGC can be predicted on this machine
 CIFAR, CIFARS = "CIFAR-10", "CIFAR-10 and CIFAR-100"
 IMAGES = "CIFAR-10, CIFAR-100 and Tiny ImageNet"

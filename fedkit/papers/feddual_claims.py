@@ -252,7 +252,7 @@ CLAIMS = [
     *amplified_claims("fmnist", "Fig. 2"),
     *amplified_claims("cifar10", "Fig. 6"),
 ]
-# Why each paper-scale CSV is not run (paper_plan: its notebook's runs left, from ledger.PAPER_PLAN_RUN's plan)
+# Why each paper-scale CSV is not run (paper_plan: its notebook's runs left, from ledger.PAPER_PLAN's plan)
 CIFARS = "CIFAR-10 and CIFAR-100"
 PAPER_PLAN = {"table1_cifar10.csv": paper_plan(0, 0, CIFARS, 54), "table1_cifar100.csv": paper_plan(0, 0, CIFARS, 54),
               "feddual-fig4-cifar10-fastest": paper_plan(0, 0, CIFARS, 54),

@@ -110,7 +110,7 @@ CLAIMS = [
     *(parity(dataset, partition, method) for (dataset, partition) in FLOWER for method in METHODS),
     *placement_claims(),
 ]
-# Why a parity cell is not run at paper scale: ledger.PAPER_PLAN_RUN's plan of the notebook's runs left, of which the
+# Why a parity cell is not run at paper scale: ledger.PAPER_PLAN's plan of the notebook's runs left, of which the
 # cell's 3 runs are an equal share: every cell trains the same steps (the full data set over 10 clients, 10 epochs, 50
 # rounds)
 RUNS, MINUTES = 159, 4456.2  # the notebook's row of that plan (its 180 runs less the 21 trained)

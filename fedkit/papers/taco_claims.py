@@ -403,7 +403,7 @@ CLAIMS = [
     *fig7_claims("mnist", "MNIST"), *fig7_claims("fmnist", "FMNIST"),
     *fig7_claims("cifar10", CIFAR10_SUBSET),
 ]
-# Why each paper-scale CSV is not run (paper_plan: its notebook's runs left, from ledger.PAPER_PLAN_RUN's plan)
+# Why each paper-scale CSV is not run (paper_plan: its notebook's runs left, from ledger.PAPER_PLAN's plan)
 SHAKESPEARE_UNFIT = ("the LEAF Shakespeare split here cannot hold the paper-scale partition: only 10 of its users have "
                      "≥ 64 samples, fewer than the 20 clients (`fedkit figures --scale paper --plan`)")
 PAPER_PLAN = {"fig7_gamma_sensitivity.csv": paper_plan(33, 454.7, "CIFAR-10", 15),
