@@ -38,6 +38,9 @@ class NotebookPlan:
     archived: int = 0  # runs the cache lacks and the committed run archive holds: a render reads them, no training
     models: int = 0  # of those, runs whose model the render reads outside an archived table: it trains them again
     conditional: int = 0  # untrained runs a notebook trains only where an earlier result calls for one (label "…?")
+    measured: float = 0.0  # minutes the archive records for its runs trained as the probes are (``Planner.measure``)
+    measured_runs: int = 0
+    measured_predicted: float = 0.0  # the minutes the plan predicts for those same runs
 
 
 def listed_runs(notebook: Path, scale: str, seed: int = 0, device: str = "cpu") -> tuple[dict[str, Config] | None, str]:
@@ -161,6 +164,29 @@ class Planner:
             self.steps[key] = seconds / steps * clients  # one step of the probe's clients
         return cfg.rounds * self.local_steps(cfg) * self.steps[key] * per_round / clients / 60
 
+    def measure(self, out: NotebookPlan, cfg: Config) -> None:
+        """Add ``cfg``'s archived run, where every segment of it trained as the probes do (the probe device's kind; on
+        a CPU, the plan's torch threads; a run archived before segments were recorded: trained in one process), to
+        ``out``'s measured minutes (each segment's wall seconds, evaluation included, over its stack's seeds) and the
+        minutes the plan predicts for it: their ratio calibrates the plan."""
+        from . import archive
+
+        found = archive.lookup(cfg.key())
+        made = found.provenance if found is not None else {}
+        segments = made.get("segments") or [made] * (made.get("resumed_after_round") == 0)  # archived before segments
+        kind = self.probe_device.split(":")[0]
+        if not segments or self.missing(cfg) is not None or any(
+                s["device"].split(":")[0] != kind or kind == "cpu" and s["threads"] != torch.get_num_threads()
+                for s in segments):
+            return
+        try:
+            predicted = self.minutes(cfg, self.engine(cfg))
+        except FedkitError:
+            return
+        out.measured += sum(s["train_seconds"] / (1 + len(s["stacked_with"])) for s in segments) / 60
+        out.measured_runs += 1
+        out.measured_predicted += predicted
+
     @staticmethod
     def local_steps(cfg: Config) -> float:
         """Local steps per client and round; with local epochs, those of a client of average size."""
@@ -184,6 +210,7 @@ class Planner:
         for cfg in configs.values():
             left = rounds_left(cfg)
             if left == 0:
+                self.measure(out, cfg)
                 in_cache = finished_run(cfg, default_cache(), archived=False) is not None
                 out.finished += in_cache
                 out.archived += not in_cache
@@ -240,21 +267,22 @@ def _cached(p: NotebookPlan) -> str:
 def print_plan(plans: list[NotebookPlan], planner: Planner, scale: str, seconds: float, file=None) -> None:
     """The plan as a table (one row per notebook), its notes, what data is missing, and where the minutes come from."""
     rows = [("notebook", "runs", "seeds", "rounds", "data (MISSING; UNFIT: here, but cannot hold the runs)",
-             f"engine on {planner.target}", "in the cache", "minutes left")]
+             f"engine on {planner.target}", "in the cache", "minutes left", "measured ÷ predicted")]
     for p in plans:
         if p.runs is None:
-            rows.append((_name(p.notebook), "?", "", "", "", "", "", ""))
+            rows.append((_name(p.notebook), "?", "", "", "", "", "", "", ""))
             continue
         configs = {c.key(): c for c in p.runs.values()}.values()
         data = sorted({c.dataset for c in configs} - set(p.missing) - set(p.unfit)) + \
             [f"{d} MISSING" for d in sorted(p.missing)] + [f"{d} UNFIT" for d in sorted(p.unfit)]
         minutes = f"{p.minutes:.1f}" + (f" + {p.unpredicted} runs not predicted" if p.unpredicted else "")
+        ratio = f"{p.measured / p.measured_predicted:.2f} ({p.measured_runs} runs)" if p.measured_runs else "-"
         rows.append((_name(p.notebook), str(len(configs)), str(len({c.seed for c in configs}) or "-"),
                      _span(c.rounds for c in configs), ", ".join(data) or "-", "+".join(sorted(p.engines)) or "-",
-                     _cached(p), minutes if configs else "-"))
-    width = [max(len(row[i]) for row in rows) for i in range(7)]
+                     _cached(p), minutes if configs else "-", ratio))
+    width = [max(len(row[i]) for row in rows) for i in range(8)]
     for row in rows:
-        print("  ".join(f"{cell:<{w}}" for cell, w in zip(row, width)) + f"  {row[7]}", file=file)
+        print("  ".join(f"{cell:<{w}}" for cell, w in zip(row, width)) + f"  {row[8]}", file=file)
     print(file=file)
     for p in plans:
         if p.note or p.runs is None:
@@ -284,3 +312,12 @@ def print_plan(plans: list[NotebookPlan], planner: Planner, scale: str, seconds:
           f"local steps per (data, model, batch, optimizer, engine, clients) measured on {where}; probes "
           f"{planner.probe_seconds:.0f} s, plan {seconds:.0f} s; load average up to {planner.load:.1f} on "
           f"{os.cpu_count()} cores as they started (other work slows the probes: the minutes rise with it)", file=file)
+    measured = [p for p in plans if p.measured_runs]
+    if measured:
+        print(f"measured ÷ predicted: the wall minutes the run archive records for a notebook's archived runs trained "
+              f"as the probes are ({where.split(' ')[0]}"
+              + (f", {torch.get_num_threads()} torch thread(s)" if planner.probe_device == "cpu" else "")
+              + "; evaluation included, a stack's seconds shared by its seeds), over the minutes this plan predicts "
+              f"for the same runs: {sum(p.measured for p in measured):.1f} ÷ "
+              f"{sum(p.measured_predicted for p in measured):.1f} over {sum(p.measured_runs for p in measured)} runs "
+              "(times a notebook's minutes left by its ratio for a measured estimate)", file=file)

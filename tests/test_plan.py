@@ -88,6 +88,31 @@ def test_plan_counts_a_run_only_the_committed_archive_holds_as_nothing_to_train(
     assert after.minutes == pytest.approx(before.minutes - planner.minutes(cfg, engine))
 
 
+def test_plan_measures_archived_runs_trained_as_its_probes_against_its_prediction(tmp_path, monkeypatch):
+    import torch
+
+    from fedkit import archive
+
+    monkeypatch.setenv("FEDKIT_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("FEDKIT_FIGURES", str(tmp_path / "figures"))
+    archive.index.cache_clear()
+    runs = drag.runs(DRIFT.stem, "ci")
+    alone, stacked = runs["fig3a/FedAvg/seed 0"], runs["fig3a/DRAG/seed 0"]
+    histories = {cfg.key(): run(cfg, cache=False, progress=False) for cfg in (alone, stacked)}
+    histories[stacked.key()].provenance["segments"][0]["stacked_with"] = ["another seed"]  # as if trained in a stack
+    elsewhere = runs["fig3a/FedProx/seed 0"]  # trained at other torch threads than the plan's: not measured
+    histories[elsewhere.key()] = run(elsewhere, cache=False, progress=False)
+    histories[elsewhere.key()].provenance["segments"][0]["threads"] = torch.get_num_threads() + 1
+    archive.write(tmp_path / "figures" / "drag", DRIFT.stem, histories)
+    planner = Planner("cpu")
+    p = planner.notebook(DRIFT, "ci", 0)
+    engine = next(iter(p.engines))
+    seconds = [histories[c.key()].provenance["train_seconds"] for c in (alone, stacked)]
+    assert p.archived == 3 and p.measured_runs == 2
+    assert p.measured == pytest.approx((seconds[0] + seconds[1] / 2) / 60)
+    assert p.measured_predicted == pytest.approx(planner.minutes(alone, engine) + planner.minutes(stacked, engine))
+
+
 def test_plan_counts_an_archived_run_whose_model_the_notebook_reads_until_its_table_is_archived(tmp_path, monkeypatch):
     import pandas as pd
 
@@ -131,6 +156,7 @@ def test_figures_plan_prints_a_row_per_notebook_and_where_it_measured(capsys):
     assert out[1].split()[:5] == ["drag/fig3_emnist_client_drift", "12", "1", "4", "mnist_5k"]
     assert out[2].split() == ["teaching/02_client_drift", "?"]
     assert "note teaching/02_client_drift: no paper module fedkit.papers.teaching: its runs are not listed" in out
+    assert out[0].split()[-3:] == ["measured", "÷", "predicted"] and out[1].split()[-1] == "-"  # nothing archived
     assert any(line.startswith("minutes: local training only") and "measured on cpu" in line
                and re.search(r"load average up to \d+\.\d on \d+ cores", line) for line in out)
 
