@@ -315,7 +315,7 @@ def print_plan(plans: list[NotebookPlan], planner: Planner, scale: str, seconds:
     measured = [p for p in plans if p.measured_runs]
     if measured:
         print(f"measured ÷ predicted: the wall minutes the run archive records for a notebook's archived runs trained "
-              f"as the probes are ({where.split(' ')[0]}"
+              f"as the probes are ({planner.probe_device}"
               + (f", {torch.get_num_threads()} torch thread(s)" if planner.probe_device == "cpu" else "")
               + "; evaluation included, a stack's seconds shared by its seeds), over the minutes this plan predicts "
               f"for the same runs: {sum(p.measured for p in measured):.1f} ÷ "
