@@ -116,7 +116,7 @@ class Planner:
         self.target = device
         cuda_here = device.startswith("cuda") and torch.cuda.is_available()
         self.probe_device = device if cuda_here or not device.startswith("cuda") else "cpu"
-        self.data, self.steps = {}, {}
+        self.data, self.steps, self.engines = {}, {}, {}
         self.probe_seconds = 0.0
         self.load = 0.0  # the highest 1-minute load average seen when a probe started
 
@@ -135,14 +135,18 @@ class Planner:
         return self.data[key]
 
     def engine(self, cfg: Config) -> str:
-        """The engine ``cfg`` trains with on the target device."""
+        """The engine ``cfg`` trains with on the target device (chosen once per data, model and engine setting)."""
         from .data import load_dataset
         from .engine import FlatModel, choose_engine
         from .models.registry import build_model
 
-        data = load_dataset(cfg.dataset, **cfg.dataset_args)
-        fm = FlatModel(build_model(cfg.model, data.input_shape, data.num_classes, **cfg.model_args))
-        return choose_engine(cfg.engine, fm, torch.device(self.target))
+        key = (cfg.dataset, json.dumps(cfg.dataset_args, sort_keys=True), cfg.model,
+               json.dumps(cfg.model_args, sort_keys=True), cfg.engine)
+        if key not in self.engines:
+            data = load_dataset(cfg.dataset, **cfg.dataset_args)
+            fm = FlatModel(build_model(cfg.model, data.input_shape, data.num_classes, **cfg.model_args))
+            self.engines[key] = choose_engine(cfg.engine, fm, torch.device(self.target))
+        return self.engines[key]
 
     def minutes(self, cfg: Config, engine: str) -> float:
         """Predicted device minutes of ``cfg``'s local steps: rounds × local steps × (one stacked step of a round's
