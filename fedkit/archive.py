@@ -8,7 +8,9 @@ the per-client rows, and the rounds file's metadata holds each run's config, its
 its training provenance (device, GPU model, torch, threads, commit, training seconds). Models are not archived: an
 archived run trains when its weights or snapshots are first read (``Archived``), on this machine, into the run cache.
 
-Rendering reads a run from the archive when the run cache lacks it (``runner.Run``).
+Rendering reads a run from the archive when the run cache lacks it (``runner.Run``). A run archived by several
+notebooks, each trained on its own machine, can hold copies that differ by float order: a render reads its own
+notebook's copy (``RENDERING``), so that each committed figure re-renders from its own file; ``twins`` lists them.
 """
 from __future__ import annotations
 
@@ -17,7 +19,9 @@ import os
 from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
+from typing import NamedTuple
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -28,6 +32,7 @@ from .history import History, replacing
 
 META = b"fedkit.runs"  # the rounds file's metadata key: {config key: {config, diverged, ended_early, provenance}}
 FOLDER = "runs"
+RENDERING = "FEDKIT_RUNS_FILE"  # set by ``fedkit figures``: the runs file of the notebook it renders
 
 
 def write(folder: Path, notebook: str, histories: dict[str, History]) -> Path | None:
@@ -37,13 +42,17 @@ def write(folder: Path, notebook: str, histories: dict[str, History]) -> Path | 
     (``locked``), so processes that archive at once (precompute workers, a render) keep each other's runs."""
     if not histories:
         return None
-    target = folder / FOLDER
-    target.mkdir(parents=True, exist_ok=True)
-    path = target / f"{notebook}.parquet"
-    with locked(target):
+    path = file(folder, notebook)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with locked(path.parent):
         _frames.cache_clear()  # read what another process may have written since this one last read
         _store(path, {**(read(path) if path.exists() else {}), **histories})
     return path
+
+
+def file(folder: Path, notebook: str) -> Path:
+    """The runs file of ``notebook``'s figures in ``folder``."""
+    return folder / FOLDER / f"{notebook}.parquet"
 
 
 def drop(path: str | Path, keys: list[str]) -> list[str]:
@@ -173,21 +182,29 @@ def _frames(path: Path) -> tuple[dict, pd.DataFrame, pd.DataFrame]:
 
 
 @cache
-def index(root: Path) -> dict[str, Path]:
-    """The archive file that holds each config key, over every archive under ``root`` (read from metadata only)."""
+def index(root: Path) -> dict[str, tuple[Path, ...]]:
+    """The archive files that hold each config key, over every archive under ``root`` (read from metadata only)."""
     return keys_in(root, "", META)
 
 
-def keys_in(root: Path, suffix: str, meta: bytes) -> dict[str, Path]:
-    """The file that holds each key, over the ``runs/*<suffix>.parquet`` files under ``root`` whose metadata ``meta``
-    names their keys (no suffix: the runs files themselves)."""
-    found = {}
+def keys_in(root: Path, suffix: str, meta: bytes) -> dict[str, tuple[Path, ...]]:
+    """The files that hold each key, in path order, over the ``runs/*<suffix>.parquet`` files under ``root`` whose
+    metadata ``meta`` names their keys (no suffix: the runs files themselves)."""
+    found: dict[str, tuple[Path, ...]] = {}
     for path in sorted(root.glob(f"**/{FOLDER}/*{suffix}.parquet")):
         try:
-            found.update(dict.fromkeys(json.loads(pq.read_schema(path).metadata[meta]), path))
+            keys = json.loads(pq.read_schema(path).metadata[meta])
         except Exception:  # noqa: BLE001 - a file without those keys (another kind); an unreadable one is named
             continue  # when a key is read from it
+        for key in keys:
+            found[key] = (*found.get(key, ()), path)
     return found
+
+
+def chosen(paths: tuple[Path, ...], own: str | None) -> Path:
+    """Which of the files holding a key a reader takes: the notebook's own (``own``, the file it renders into)
+    where it holds the key, else the last in path order."""
+    return next((path for path in paths if own is not None and path == Path(own)), paths[-1])
 
 
 def root() -> Path:
@@ -196,6 +213,36 @@ def root() -> Path:
 
 
 def lookup(key: str) -> History | None:
-    """The archived run of config ``key``, or None."""
-    path = index(root()).get(key)
-    return None if path is None else read(path)[key]
+    """The archived run of config ``key`` (the rendered notebook's own copy where it has one), or None."""
+    paths = index(root()).get(key)
+    return None if paths is None else read(chosen(paths, os.environ.get(RENDERING)))[key]
+
+
+class Twin(NamedTuple):
+    """A run archived in several files whose copies differ beyond their clocks (the columns that count seconds)."""
+    key: str
+    paths: tuple[Path, ...]
+    accuracy: float | None  # how far apart the copies' test accuracy gets, in points; None where their lengths differ
+    relative: float | None  # the largest relative difference of any other record (losses, ...); None as above
+
+
+def twins(root: Path) -> list[Twin]:
+    """The runs archived in more than one file under ``root`` whose copies differ beyond their clocks: copies
+    trained on different machines or thread counts part by float order, and a render reads its own notebook's."""
+    found = []
+    for key, paths in index(root.absolute()).items():
+        if len(paths) < 2:
+            continue
+        copies = [read(path)[key].rounds for path in paths]
+        records = [frame.drop(columns=[c for c in frame.columns if "seconds" in c]) for frame in copies]
+        if all(frame.equals(records[0]) for frame in records[1:]):
+            continue
+        if any(frame.shape != records[0].shape for frame in records):
+            found.append(Twin(key, paths, None, None))
+            continue
+        floats = [frame.select_dtypes("float") for frame in records]
+        gaps = [(values - floats[0]).abs() for values in floats[1:]]
+        largest = lambda frames: float(max(np.nanmax(frame.to_numpy(), initial=0.0) for frame in frames))  # noqa: E731
+        found.append(Twin(key, paths, 100 * largest(gap[["test_accuracy"]] for gap in gaps),
+                          largest(gap / floats[0].abs().clip(lower=1e-12) for gap in gaps)))
+    return found

@@ -538,12 +538,20 @@ def cmd_cache(args) -> int:
             print(f"{row.figure} ({row.scale}): {row.archived} of its {row.runs} runs archived"
                   + (f", {row.timed} timed here" if row.timed else "")
                   + (f", {row.tables_archived} of its {row.tables} tables from models" if row.tables else ""))
+        twins = archive.twins(archive.root())
+        for twin in twins:
+            print(f"run {twin.key}: its {len(twin.paths)} archived copies differ beyond their clocks ("
+                  + ("their lengths differ" if twin.accuracy is None else
+                     f"test accuracy up to {twin.accuracy:.2f} points apart, any record up to {twin.relative:.1e} "
+                     "relative") + "; a render reads its own notebook's): "
+                  + ", ".join(str(path.relative_to(archive.root())) for path in twin.paths))
         timed = coverage[coverage["timed"] > 0]
         print(f"{len(coverage)} committed figures under {archive.root()}: {len(coverage) - len(short)} with every run "
               "and table they read archived" + (f" ({len(timed)} of them time {int(timed['timed'].sum())} run(s) "
                                                 "again on the machine at hand, by design)" if len(timed) else "")
               + f", {len(short)} lacking {len(set().union(*short['lacking']))} distinct run(s) and "
-              f"{int((short['tables'] - short['tables_archived']).sum())} table(s)")
+              f"{int((short['tables'] - short['tables_archived']).sum())} table(s)"
+              + (f"; {len(twins)} run(s) archived in several files whose copies differ" if twins else ""))
         return 0
     if args.action == "merge":
         from . import archive

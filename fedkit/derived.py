@@ -23,7 +23,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .archive import FOLDER, keys_in, locked, root
+from .archive import FOLDER, chosen, keys_in, locked, root
 from .errors import FedkitError
 from .history import History, replacing
 
@@ -107,20 +107,20 @@ def _read(path: Path) -> dict[str, tuple[dict, pd.DataFrame]]:
 
 
 @cache
-def index(figures: Path) -> dict[str, Path]:
-    """The file that holds each table key, over every derived-tables file under ``figures`` (metadata only)."""
+def index(figures: Path) -> dict[str, tuple[Path, ...]]:
+    """The files that hold each table key, over every derived-tables file under ``figures`` (metadata only)."""
     return keys_in(figures, ".derived", META)
 
 
 def runs_with_tables(figures: Path) -> set[str]:
     """The config keys of the runs that some archived table under ``figures`` was computed from (metadata only)."""
     found = set()
-    for path in set(index(figures.absolute()).values()):
+    for path in set().union(*index(figures.absolute()).values()):
         found |= {m["run"] for m in json.loads(pq.read_schema(path).metadata[META]).values()}
     return found
 
 
 def lookup(k: str) -> pd.DataFrame | None:
-    """The archived table of key ``k``, or None."""
-    path = index(root()).get(k)
-    return None if path is None else _read(path)[k][1]
+    """The archived table of key ``k`` (the rendered notebook's own copy where it has one), or None."""
+    paths = index(root()).get(k)
+    return None if paths is None else _read(chosen(paths, os.environ.get(RENDERING)))[k][1]

@@ -217,6 +217,7 @@ def _execute(notebook: Path, out: Path, parameters: dict) -> NotebookResult:
         # notebooks/<paper>/x.ipynb saves under <paper>'s folder: its tables file is known before its first save
         folder = paper_folder(notebook.parent.name, parameters["scale"]).absolute()
         os.environ[derived.RENDERING] = str(derived.file(folder, notebook.stem))
+        os.environ[archive.RENDERING] = str(archive.file(folder, notebook.stem))
         scale_before = os.environ.get("FEDKIT_SCALE")
         os.environ["FEDKIT_SCALE"] = parameters["scale"]  # save_figure files paper-scale results apart
         start = time.perf_counter()
@@ -228,7 +229,8 @@ def _execute(notebook: Path, out: Path, parameters: dict) -> NotebookResult:
         except Exception as e:  # a notebook that cannot even start (bad JSON, no kernel) fails alone
             error = f"{type(e).__name__}: {_first_line(str(e))}"
         finally:
-            del os.environ[WRITTEN_LOG], os.environ[NOTEBOOK], os.environ[derived.RENDERING]
+            for name in (WRITTEN_LOG, NOTEBOOK, derived.RENDERING, archive.RENDERING):
+                del os.environ[name]
             if scale_before is None:
                 del os.environ["FEDKIT_SCALE"]
             else:

@@ -127,6 +127,38 @@ def test_a_run_missing_from_the_cache_is_read_from_the_archive_without_training(
         run(other, cache=tmp_path / "empty_cache", progress=False)
 
 
+def test_a_run_archived_twice_apart_is_read_from_the_rendered_notebooks_own_copy_and_listed(tmp_path, monkeypatch,
+                                                                                           capsys):
+    from fedkit import cli
+
+    cfg, other = digits_config(rounds=2), digits_config(rounds=2, seed=4)
+    trained, kept = run_together([cfg, other], cache=tmp_path / "cache", progress=False)
+    apart = trained.rounds.assign(test_accuracy=trained.rounds["test_accuracy"] - 0.0125)  # another machine's floats
+    slower = kept.rounds.assign(seconds=kept.rounds["seconds"] + 1.0)  # another machine's clock only
+    figures = tmp_path / "figures"
+    mine = archive.write(figures / "paper_x", "a_nb", {cfg.key(): trained, other.key(): kept})
+    theirs = archive.write(figures / "paper_x", "b_nb", {
+        cfg.key(): archive.Archived(trained.config, apart, trained.clients, False, False),
+        other.key(): archive.Archived(kept.config, slower, kept.clients, False, False)})
+    monkeypatch.setenv("FEDKIT_FIGURES", str(figures))
+    assert archive.index(archive.root())[cfg.key()] == (mine, theirs)
+    pd.testing.assert_frame_equal(archive.lookup(cfg.key()).rounds, apart)  # outside a render: the last file's
+    monkeypatch.setenv(archive.RENDERING, str(mine))
+    pd.testing.assert_frame_equal(archive.lookup(cfg.key()).rounds, trained.rounds)  # a render: its own copy
+    monkeypatch.setenv(archive.RENDERING, str(theirs))
+    pd.testing.assert_frame_equal(archive.lookup(cfg.key()).rounds, apart)
+    assert archive.lookup(other.key()).rounds["seconds"].equals(slower["seconds"])
+    [twin] = archive.twins(figures)  # the copies that differ only in seconds are no twins
+    assert twin.key == cfg.key() and twin.paths == (mine, theirs) and twin.accuracy == pytest.approx(1.25)
+    assert twin.relative == pytest.approx((0.0125 / trained.rounds["test_accuracy"]).max())
+    assert cli.main(["cache", "archive"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == (f"run {cfg.key()}: its 2 archived copies differ beyond their clocks (test accuracy up to 1.25 "
+                      f"points apart, any record up to {twin.relative:.1e} relative; a render reads its own "
+                      "notebook's): paper_x/runs/a_nb.parquet, paper_x/runs/b_nb.parquet")
+    assert out[-1].endswith("; 1 run(s) archived in several files whose copies differ")
+
+
 def test_an_archived_runs_model_trains_when_first_read(tmp_path, monkeypatch):
     cfg = digits_config(rounds=2)
     trained = run(cfg, cache=tmp_path / "cache", progress=False)
@@ -158,9 +190,14 @@ def test_a_rendered_notebook_archives_its_runs_and_renders_again_from_the_archiv
     cnn = count_parameters(build_model("cnn", (1, 28, 28), 10))  # the model's length, kept without the model
     assert {run["parameters"] for run in runs.values()} == {cnn}
 
+    # another notebook archived the same runs trained elsewhere (other floats); its file comes last in path order
+    elsewhere = {key: archive.Archived(h.config, h.rounds.assign(test_accuracy=h.rounds["test_accuracy"] / 2),
+                                       h.clients, h.diverged, h.ended_early)
+                 for key, h in archive.read(archived).items()}
+    archive.write(archived.parent.parent, "zz_elsewhere", elsewhere)
     render_ci("notebooks/peers/scaffold_placement.ipynb", "empty_cache")  # a fresh machine: no run cache
     assert not any((tmp_path / "empty_cache").glob("*"))  # nothing trained
-    assert csv.read_text() == before
+    assert csv.read_text() == before  # from the notebook's own copies
 
 
 def test_archive_coverage_names_the_figures_whose_runs_the_archive_lacks(tmp_path, monkeypatch, capsys):
