@@ -242,7 +242,11 @@ def twins(root: Path) -> list[Twin]:
             continue
         floats = [frame.select_dtypes("float") for frame in records]
         gaps = [(values - floats[0]).abs() for values in floats[1:]]
-        largest = lambda frames: float(max(np.nanmax(frame.to_numpy(), initial=0.0) for frame in frames))  # noqa: E731
-        found.append(Twin(key, paths, 100 * largest(gap[["test_accuracy"]] for gap in gaps),
-                          largest(gap / floats[0].abs().clip(lower=1e-12) for gap in gaps)))
+        found.append(Twin(key, paths, 100 * _largest(gap[["test_accuracy"]] for gap in gaps),
+                          _largest(gap / floats[0].abs().clip(lower=1e-12) for gap in gaps)))
     return found
+
+
+def _largest(frames) -> float:
+    """The largest value over ``frames``, their NaNs (rounds not tested) left out; 0 when there is none."""
+    return float(max(np.nanmax(frame.to_numpy(), initial=0.0) for frame in frames))
