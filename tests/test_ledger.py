@@ -228,6 +228,21 @@ def test_a_table_is_written_without_float_noise_and_reads_back_as_written(tmp_pa
     assert (back.dtypes == "float64").all() and (back["accuracy"] - table["accuracy"]).abs().max() < 1e-12
 
 
+def test_no_committed_csv_carries_the_float_noise_save_table_drops():
+    """A number written as 14.399999999999999 or 87.57000000000001 (a short decimal's nearest double printed in
+    full) is one that save_table now writes as 14.4 or 87.57: a committed CSV rendered before it was cleaned once."""
+    import re
+
+    noisy = re.compile(r"(?<![\w.])-?\d+\.\d*(?:0{6,}|9{6,})\d{1,2}(?![\w.])")
+    found = {}
+    for csv in sorted((REPO / "figures").rglob("*.csv")):
+        hits = [m.group(0) for m in noisy.finditer(csv.read_text(encoding="utf-8"))
+                if len(m.group(0).lstrip("-").replace(".", "").lstrip("0")) > 15]
+        if hits:
+            found[str(csv.relative_to(REPO))] = hits[:2]
+    assert not found, found
+
+
 def test_ledger_staleness_follows_git(tmp_path):
     def git(*args):
         return subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True, text=True).stdout.strip()
