@@ -473,3 +473,19 @@ def test_feddual_fig13_at_table1s_alpha_reads_table1s_runs_at_paper_scale():
     for other in ("feddual-fig13-best-0.1", "feddual-fig13-best-1"):
         assert ledger.measure_at(claims[other], "paper").source == "fig13_fig14_heterogeneity_seeds.csv"
     assert ledger.measure_at(claims["feddual-fig13-best-0.01"], "small").source == "fig13_fig14_heterogeneity_seeds.csv"
+
+
+def test_niid_bench_cell_reason_quotes_the_archived_parity_cells():
+    """The measured cost a waiting NIID-Bench cell's reason quotes is that of the parity cells the run archive holds:
+    their number and the fastest and slowest cell's training hours (each cell's 3 seeds trained as one stack)."""
+    from fedkit import archive
+    from fedkit.papers import peers_claims
+
+    runs = archive.read(REPO / "figures" / "peers" / "paper" / "runs" / "niid_bench.parquet").values()
+    parity = [run.provenance["train_seconds"] for run in runs
+              if run.config["algorithm_args"].get("correction_at") != "in_optimizer"]
+    assert len(parity) == 3 * peers_claims.STACKS
+    assert peers_claims.STACK_HOURS == (round(min(parity) / 3600, 1), round(max(parity) / 3600, 1))
+    frame = pd.read_csv(REPO / "figures" / "ledger.csv")
+    waiting = frame[(frame["scale"] == "paper") & frame["why"].str.startswith(peers_claims.CELL_PLAN)]
+    assert set(waiting["verdict"]) == {"not run"} and len(waiting) == len(peers_claims.FLOWER) * len(peers_claims.METHODS) - peers_claims.STACKS

@@ -111,11 +111,15 @@ CLAIMS = [
     *placement_claims(),
 ]
 # Why a parity cell is not run at paper scale: ledger.PAPER_PLAN's plan of the notebook's runs left, of which the
-# cell's 3 runs are an equal share: every cell trains the same steps (the full data set over 10 clients, 10 epochs, 50
-# rounds)
+# cell's 3 runs (every cell trains the same steps: the full data set over 10 clients, 10 epochs, 50 rounds), and what
+# a cell's 3-seed stack took here: the fastest and slowest of the parity stacks in the run archive
+# (figures/peers/paper/runs/niid_bench.parquet; their provenance's training seconds, 1 torch thread)
 RUNS, MINUTES = 159, 4456.2  # the notebook's row of that plan (its 180 runs less the 21 trained)
-CELL_PLAN = (f"{paper_plan(RUNS, MINUTES)}, of which its cell's 3 (≈ {MINUTES / (RUNS // 3) / 60:.1f} h: every cell "
-             "trains as long), to render beside the cells rendered so far with the notebook's `cell_labels`")
+STACKS, STACK_HOURS = 12, (1.5, 2.4)
+CELL_PLAN = (f"{paper_plan(RUNS, MINUTES)}, of which its cell's 3 (measured: each of the {STACKS} parity cells "
+             f"archived so far trained its 3 seeds in {STACK_HOURS[0]}–{STACK_HOURS[1]} h on one core beside another "
+             "job), queued as a CPU slice and for a lent GPU (`benchmarks/results/campaign_queue.md`), to render beside "
+             "the cells rendered so far with the notebook's `cell_labels`")
 PAPER_PLAN = {claim.id: CELL_PLAN for claim in CLAIMS if claim.paper_measure is None}
 CLAIMS = headlines(with_paper_plan(CLAIMS, PAPER_PLAN), "peers-mnist-dir(0.5)-fedavg",
                    "peers-scaffold-in-optimizer-diverges")
