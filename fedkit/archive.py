@@ -250,3 +250,32 @@ def twins(root: Path) -> list[Twin]:
 def _largest(frames) -> float:
     """The largest value over ``frames``, their NaNs (rounds not tested) left out; 0 when there is none."""
     return float(max(np.nanmax(frame.to_numpy(), initial=0.0) for frame in frames))
+
+
+def spent(root: Path) -> pd.DataFrame:
+    """The training the archives under ``root`` record, one row per (paper, scale, device, threads): its runs and
+    ``hours``, the wall hours of one worker (a process on the CPU, or a GPU) they took. A run trained in a stack
+    (``stacked_with``) counts its share of the stack's seconds, and a resumed run each segment's on its own device; a
+    run archived in several files counts once per training (its copies of one training share their provenance), under
+    the paper and scale of the first file in path order (``figures/<paper>/[paper/]runs/``)."""
+    trainings: dict[tuple, tuple[str, str, list[dict]]] = {}
+    for path in sorted(Path(root).glob(f"**/{FOLDER}/*.parquet")):
+        try:
+            runs = json.loads(pq.read_schema(path).metadata[META])
+        except Exception:  # noqa: BLE001 - a clients or derived file: no runs of its own
+            continue
+        paper, folder = path.relative_to(root).parts[:2]
+        for key, run in runs.items():
+            made = run["provenance"]
+            training = (key, made.get("commit"), made.get("train_seconds"))
+            trainings.setdefault(training, (paper, "paper" if folder == "paper" else "small",
+                                            made.get("segments") or [made]))
+    rows = [{"paper": paper, "scale": scale, "device": segment.get("gpu") or segment["device"],
+             "threads": segment.get("threads"), "run": training[0],
+             "hours": segment["train_seconds"] / (1 + len(segment.get("stacked_with") or ())) / 3600}
+            for training, (paper, scale, segments) in trainings.items() for segment in segments]
+    columns = ["paper", "scale", "device", "threads"]
+    if not rows:
+        return pd.DataFrame(columns=[*columns, "runs", "hours"])
+    return (pd.DataFrame(rows).groupby(columns, dropna=False)
+            .agg(runs=("run", "nunique"), hours=("hours", "sum")).reset_index())

@@ -553,6 +553,16 @@ def cmd_cache(args) -> int:
               f"{int((short['tables'] - short['tables_archived']).sum())} table(s)"
               + (f"; {len(twins)} run(s) archived in several files whose copies differ" if twins else ""))
         return 0
+    if args.action == "spent":
+        from . import archive
+
+        spent = archive.spent(archive.root())
+        if len(spent):
+            print(spent.to_string(index=False, float_format="{:,.1f}".format))
+        print(f"{int(spent['runs'].sum())} runs, {spent['hours'].sum():,.1f} worker hours recorded by the run "
+              f"archive under {archive.root()} (a worker: one process on the CPU, or a GPU; a stack's seconds shared "
+              "by its runs)")
+        return 0
     if args.action == "merge":
         from . import archive
 
@@ -697,13 +707,14 @@ def parser() -> argparse.ArgumentParser:
     p = sub.add_parser("cache", help="list the run cache's entries, or clean what runs set aside as corrupt",
                        description="Lists the cached runs (size, age, algorithm, finished or not); 'clean' removes "
                                    "the entries and checkpoints that runs set aside as corrupt.")
-    p.add_argument("action", nargs="?", choices=("list", "clean", "carry", "restore", "archive", "merge"),
+    p.add_argument("action", nargs="?", choices=("list", "clean", "carry", "restore", "archive", "merge", "spent"),
                    default="list",
                    help="list; clean; carry: copy the unfinished runs' newest checkpoints into the checkout's "
                         f"{CARRY}/ (to commit); restore: put them back into the cache where it has no later round; "
                         "archive: the committed figures whose runs or tables from models the committed run archive "
                         "lacks (a fresh clone trains those to render them); merge: add the runs archived under "
-                        "--from DIR to the checkout's archives of the same paths")
+                        "--from DIR to the checkout's archives of the same paths; spent: the training hours the "
+                        "committed run archive records, per paper, scale, device and thread count")
     p.add_argument("--from", dest="source", type=_existing_dir, default=None, metavar="DIR",
                    help="merge: another machine's figures folder, e.g. a lent GPU's $OUT/figures after a "
                         "`--precompute --archive` there with FEDKIT_FIGURES=$OUT/figures")

@@ -254,3 +254,34 @@ def test_same_arithmetic_tells_runs_trained_alike_from_runs_trained_apart(tmp_pa
     stacked, _ = run_together([cfg, digits_config(seed=4)], cache=tmp_path / "c", progress=False)
     assert not any(first.same_arithmetic(h) for h in (other_threads, resumed, stacked))
     assert not dataclasses.replace(first, provenance={}).same_arithmetic(first)  # trained before provenance: unknown
+
+
+def test_spent_shares_a_stacks_seconds_counts_a_training_once_and_each_segment_on_its_device(tmp_path, monkeypatch,
+                                                                                             capsys):
+    from fedkit.cli import main
+
+    a, b, c = (digits_config(seed=s) for s in (0, 1, 2))
+    ha, hb, hc = run_together([a, b, c], cache=tmp_path / "cache", progress=False)
+
+    def trained(h, **provenance):
+        return dataclasses.replace(h, provenance={"device": "cpu", "gpu": None, "threads": 1, "commit": "c0",
+                                                  "stacked_with": [], **provenance})
+
+    stacked = {"train_seconds": 3600.0, "stacked_with": ["other", "third"]}  # a stack of 3: 1/3 h each
+    resumed = {"train_seconds": 9000.0, "segments": [  # 2 h on the CPU in a stack of 2, then 0.5 h alone on a GPU
+        {"device": "cpu", "gpu": None, "threads": 2, "train_seconds": 7200.0, "stacked_with": ["x"]},
+        {"device": "cuda", "gpu": "NVIDIA H100", "threads": 1, "train_seconds": 1800.0, "stacked_with": []}]}
+    figures = tmp_path / "figures"
+    archive.write(figures / "taco" / "paper", "nb", {a.key(): trained(ha, **stacked), c.key(): trained(hc, **resumed)})
+    archive.write(figures / "taco" / "paper", "again", {a.key(): trained(ha, **stacked)})  # the same training twice
+    archive.write(figures / "drag", "nb", {b.key(): trained(hb, train_seconds=720.0)})
+    spent = archive.spent(figures).set_index(["paper", "scale", "device", "threads"])
+    assert spent.to_dict("index") == {
+        ("drag", "small", "cpu", 1): {"runs": 1, "hours": pytest.approx(0.2)},
+        ("taco", "paper", "NVIDIA H100", 1): {"runs": 1, "hours": pytest.approx(0.5)},
+        ("taco", "paper", "cpu", 1): {"runs": 1, "hours": pytest.approx(1 / 3)},
+        ("taco", "paper", "cpu", 2): {"runs": 1, "hours": pytest.approx(1.0)}}
+    monkeypatch.setenv("FEDKIT_FIGURES", str(figures))
+    assert main(["cache", "spent"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1].startswith("4 runs, 2.0 worker hours recorded by the run archive")
+    assert archive.spent(tmp_path / "nothing").empty
