@@ -11,7 +11,9 @@ whether the values agree with the claim. ``decide`` turns that into one of five 
   count is enough;
 - **not comparable**: the runs do not learn (every quantity's mean over the seeds under the claim's floor, e.g.
   within a few points of chance, or no run reaches the target): the claim's ``floor_why`` says what the floor is.
-  The floor reads means, so one lucky seed of a near-chance quantity does not make the claim decidable;
+  The floor reads means, so one lucky seed of a near-chance quantity does not make the claim decidable. A claim
+  that no result could contradict (its ``uncheckable`` says why, e.g. a peer's band that admits every accuracy) is
+  not comparable at every scale, with or without runs;
 - **not run**: the data or the hardware is missing; the claim's ``missing`` (small scale) or ``paper_missing`` (paper
   scale) names which. A slice of a notebook (some of a claim's quantities rendered) can still refute a "best of" or
   an ordering claim: a seed that contradicts it on the quantities present contradicts it whatever the others do.
@@ -47,6 +49,7 @@ SCALES = ("small", "paper")
 PAPERS = ("taco", "feddual", "fadamgc", "drag", "peers")
 WAITING = "paper scale not run yet"  # how every reason of a claim whose paper-scale data is here begins
 GPU_MISSING = f"{WAITING} (`fedkit figures --scale paper --plan` lists its runs)"
+UNCHECKABLE = "no result can contradict it"  # how the reason of a claim with ``uncheckable`` begins
 
 
 # ---- measures: a committed CSV -> one value per (seed, quantity) ------------------------------------------------
@@ -337,7 +340,8 @@ class Claim:
     (every quantity's mean over the seeds, before ``fill``) the runs do not learn and the claim is not comparable,
     ``floor_why`` says what the floor is (e.g. "chance is 10 %"). ``missing``: the small scale cannot run this claim
     (name the data or hardware); ``paper_missing`` likewise at paper scale (default: not run yet, needs a GPU).
-    ``caveat``: a remark the verdict carries, e.g. a tuned value at the edge of its grid."""
+    ``caveat``: a remark the verdict carries, e.g. a tuned value at the edge of its grid. ``uncheckable``: why no
+    result could contradict the claim (it is then not comparable at every scale, and no run is needed for it)."""
     id: str
     paper: str
     item: str
@@ -353,6 +357,7 @@ class Claim:
     deterministic: str = ""  # why no seed can change the result (a computed toy): one evaluation then decides
     headline: bool = False  # one of its paper's headline claims, listed in REPRODUCTION.md's summary
     paper_measure: Measure | None = None  # the query at paper scale, where its rows differ from small's (stand-ins)
+    uncheckable: str = ""
 
 
 @dataclass(frozen=True)
@@ -380,6 +385,8 @@ def decide(claim: Claim, scale: str, root: Path) -> Verdict:
     """The verdict of ``claim`` at ``scale`` from the CSVs under ``root`` (figures/). A claim that names what is
     missing at this scale is not run, even where its CSV exists without its rows (a data set the notebook could not
     load), unless the rows of a slice already refute it (``_refuted_by_a_slice``)."""
+    if claim.uncheckable:
+        return Verdict("not comparable", f"{UNCHECKABLE}: {claim.uncheckable}", 0, "—")
     missing = claim.missing if scale == "small" else claim.paper_missing
     measure = measure_at(claim, scale)
     path = source_path(claim, scale, root) if measure is not None else None

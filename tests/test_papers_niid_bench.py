@@ -102,8 +102,8 @@ def test_parity_claims_compare_the_best_across_rounds_within_flowers_spread(tmp_
     fedavg = claims["peers-fmnist-c2-fedavg"]
     assert fedavg.rule.value == 78.10 and fedavg.rule.tolerance == pytest.approx(5.02)
     assert fedavg.measure.value == "best_accuracy" and fedavg.measure.where["scale"] == "paper"
-    assert "no seed can contradict it" in claims["peers-fmnist-c2-scaffold"].caveat
     assert "reaches chance" in claims["peers-mnist-c1-fedavg"].caveat and not fedavg.caveat
+    assert not fedavg.uncheckable and not claims["peers-mnist-c1-fedavg"].uncheckable  # a run above 42.97 % fails it
     # MNIST Dir(0.5) at paper scale: each seed's best round of the per-round curves, in fractions
     scaffold = claims["peers-mnist-dir(0.5)-scaffold"]
     assert (scaffold.paper_measure.source, scaffold.paper_measure.reduce) == ("scaffold_placement.csv", "best")
@@ -123,3 +123,10 @@ def test_parity_claims_compare_the_best_across_rounds_within_flowers_spread(tmp_
     (other / "peers" / "paper").mkdir(parents=True)
     paper.assign(best_accuracy=[70.0, 72.0, 84.0]).to_csv(other / "peers" / "paper" / "niid_bench.csv")
     assert ledger.decide(fedavg, "paper", other).label == "not reproduced"  # every seed outside the band
+    # FMNIST #C=2 SCAFFOLD: Flower's band (33.80 ± 82.44) admits every accuracy, so no run is needed or counted
+    scaffold = claims["peers-fmnist-c2-scaffold"]
+    assert "admits every accuracy from 0 to 100 %" in scaffold.uncheckable and not scaffold.caveat
+    paper.assign(method="SCAFFOLD", correction_at="after_step").to_csv(other / "peers" / "paper" / "niid_bench.csv")
+    for scale in ("small", "paper"):
+        verdict = ledger.decide(scaffold, scale, other)
+        assert verdict.label == "not comparable" and verdict.reason.startswith(ledger.UNCHECKABLE + ": ")
