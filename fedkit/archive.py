@@ -187,15 +187,22 @@ def index(root: Path) -> dict[str, tuple[Path, ...]]:
     return keys_in(root, "", META)
 
 
-def keys_in(root: Path, suffix: str, meta: bytes) -> dict[str, tuple[Path, ...]]:
-    """The files that hold each key, in path order, over the ``runs/*<suffix>.parquet`` files under ``root`` whose
-    metadata ``meta`` names their keys (no suffix: the runs files themselves)."""
-    found: dict[str, tuple[Path, ...]] = {}
-    for path in sorted(root.glob(f"**/{FOLDER}/*{suffix}.parquet")):
+def listed(root: Path, suffix: str, meta: bytes):
+    """Each ``runs/*<suffix>.parquet`` file under ``root`` (no suffix: the runs files themselves), in path order, with
+    its metadata ``meta`` (its entries by key), read from the schema alone; a file without it is passed over."""
+    for path in sorted(Path(root).glob(f"**/{FOLDER}/*{suffix}.parquet")):
         try:
-            keys = json.loads(pq.read_schema(path).metadata[meta])
+            entries = json.loads(pq.read_schema(path).metadata[meta])
         except Exception:  # noqa: BLE001 - a file without those keys (another kind); an unreadable one is named
             continue  # when a key is read from it
+        yield path, entries
+
+
+def keys_in(root: Path, suffix: str, meta: bytes) -> dict[str, tuple[Path, ...]]:
+    """The files that hold each key, in path order, over the ``runs/*<suffix>.parquet`` files under ``root`` whose
+    metadata ``meta`` names their keys (``listed``)."""
+    found: dict[str, tuple[Path, ...]] = {}
+    for path, keys in listed(root, suffix, meta):
         for key in keys:
             found[key] = (*found.get(key, ()), path)
     return found
@@ -259,11 +266,7 @@ def spent(root: Path) -> pd.DataFrame:
     run archived in several files counts once per training (its copies of one training share their provenance), under
     the paper and scale of the first file in path order (``figures/<paper>/[paper/]runs/``)."""
     trainings: dict[tuple, tuple[str, str, list[dict]]] = {}
-    for path in sorted(Path(root).glob(f"**/{FOLDER}/*.parquet")):
-        try:
-            runs = json.loads(pq.read_schema(path).metadata[META])
-        except Exception:  # noqa: BLE001 - a clients or derived file: no runs of its own
-            continue
+    for path, runs in listed(root, "", META):
         paper, folder = path.relative_to(root).parts[:2]
         for key, run in runs.items():
             made = run["provenance"]
