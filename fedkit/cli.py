@@ -731,8 +731,13 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
-        return {"run": cmd_run, "partition": cmd_partition, "list": cmd_list, "figures": cmd_figures,
+        code = {"run": cmd_run, "partition": cmd_partition, "list": cmd_list, "figures": cmd_figures,
                 "cache": cmd_cache, "ledger": cmd_ledger, "book": cmd_book}[args.command](args)
+        sys.stdout.flush()  # a reader that left (`fedkit … | head`) shows up here, inside the handler below
+        return code
+    except BrokenPipeError:  # the reader closed the pipe: stop quietly, as `cat` does
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at interpreter exit
+        return 141  # 128 + SIGPIPE, the shell's code for a writer whose reader left
     except FedkitError as err:
         print(f"fedkit: error: {' '.join(str(err).splitlines())}", file=sys.stderr)
         return 2

@@ -248,3 +248,15 @@ def test_an_interrupt_ends_any_command_in_one_line_with_status_130(monkeypatch, 
         pytest.fail("the interrupt left main as a traceback")
     assert status == 130
     assert capsys.readouterr().err == "fedkit: interrupted\n"
+
+
+def test_a_reader_that_leaves_the_pipe_ends_the_command_quietly():
+    """`fedkit list | head -1`: the reader closes the pipe before fedkit writes; one exit code, no traceback."""
+    import subprocess
+    import sys
+    child = subprocess.Popen([sys.executable, "-m", "fedkit.cli", "list"], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE)
+    child.stdout.close()  # before the child has imported torch, so its block-buffered output meets a closed pipe
+    err = child.stderr.read().decode()
+    assert child.wait() == 141, err
+    assert err == ""
