@@ -481,11 +481,15 @@ def test_niid_bench_cell_reason_quotes_the_archived_parity_cells():
     from fedkit import archive
     from fedkit.papers import peers_claims
 
-    runs = archive.read(REPO / "figures" / "peers" / "paper" / "runs" / "niid_bench.parquet").values()
-    parity = [run.provenance["train_seconds"] for run in runs
-              if run.config["algorithm_args"].get("correction_at") != "in_optimizer"]
-    assert len(parity) == 3 * peers_claims.STACKS
-    assert peers_claims.STACK_HOURS == (round(min(parity) / 3600, 1), round(max(parity) / 3600, 1))
+    runs = archive.read(REPO / "figures" / "peers" / "paper" / "runs" / "niid_bench.parquet")
+    stacks = {}  # a stack's seconds: its longest run's (a seed that diverged stops early, its stack does not)
+    for key, run in runs.items():
+        if run.config["algorithm_args"].get("correction_at") != "in_optimizer":
+            stack = frozenset([key, *run.provenance["stacked_with"]])
+            stacks[stack] = max(stacks.get(stack, 0.0), run.provenance["train_seconds"])
+    assert len(stacks) == peers_claims.STACKS and all(len(stack) == 3 for stack in stacks)
+    hours = stacks.values()
+    assert peers_claims.STACK_HOURS == (round(min(hours) / 3600, 1), round(max(hours) / 3600, 1))
     frame = pd.read_csv(REPO / "figures" / "ledger.csv")
     waiting = frame[(frame["scale"] == "paper") & frame["why"].str.startswith(peers_claims.CELL_PLAN)]
     checkable = [cell for cell in peers_claims.FLOWER for method in peers_claims.METHODS

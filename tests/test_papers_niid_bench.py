@@ -104,6 +104,13 @@ def test_parity_claims_compare_the_best_across_rounds_within_flowers_spread(tmp_
     assert fedavg.measure.value == "best_accuracy" and fedavg.measure.where["scale"] == "paper"
     assert "reaches chance" in claims["peers-mnist-c1-fedavg"].caveat and not fedavg.caveat
     assert not fedavg.uncheckable and not claims["peers-mnist-c1-fedavg"].uncheckable  # a run above 42.97 % fails it
+    # Flower's SCAFFOLD at chance (10.00 ± 0.00): agreeing means failing too, and the row says so; a run that learns
+    # (best 13 %) is outside the 2-point band, so the claim stays checkable
+    at_chance = claims["peers-fmnist-c1-scaffold"]
+    assert "stay at chance" in at_chance.caveat and not at_chance.uncheckable
+    assert abs(13.0 - at_chance.rule.value) > at_chance.rule.tolerance
+    assert [c for c in claims if "stay at chance" in claims[c].caveat] == ["peers-mnist-c1-scaffold",
+                                                                         "peers-fmnist-c1-scaffold"]
     # MNIST Dir(0.5) at paper scale: each seed's best round of the per-round curves, in fractions
     scaffold = claims["peers-mnist-dir(0.5)-scaffold"]
     assert (scaffold.paper_measure.source, scaffold.paper_measure.reduce) == ("scaffold_placement.csv", "best")
