@@ -26,7 +26,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .checkout import figures_root
+from .checkout import figures_root, in_checkout
 from .errors import FedkitError
 from .history import History, replacing
 
@@ -127,8 +127,9 @@ def read(path: str | Path) -> dict[str, History]:
     def rows(frame: pd.DataFrame, key: str, columns: list[str]) -> pd.DataFrame:
         return frame.loc[frame["key"] == key, columns].reset_index(drop=True)
 
+    where = str(in_checkout(Path(path)))  # as committed provenance records it: no machine's folders
     return {key: Archived(run["config"], rows(rounds, key, run["rounds"]), rows(clients, key, run["clients"]),
-                          run["diverged"], run["ended_early"], provenance={**run["provenance"], "archive": str(path)},
+                          run["diverged"], run["ended_early"], provenance={**run["provenance"], "archive": where},
                           parameters=run.get("parameters"))  # None in a file archived before it was recorded
             for key, run in runs.items()}
 

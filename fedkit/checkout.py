@@ -17,6 +17,14 @@ def repo_root() -> Path | None:
     return None
 
 
+def in_checkout(path: Path) -> Path:
+    """``path`` relative to the checkout when it lies inside one, else as given: what a committed file records
+    names no machine's folders."""
+    root = repo_root()
+    absolute = path.absolute()
+    return absolute.relative_to(root) if root is not None and absolute.is_relative_to(root) else path
+
+
 def figures_root() -> Path:
     """$FEDKIT_FIGURES, else the checkout's figures/ folder, else ./figures."""
     if "FEDKIT_FIGURES" in os.environ:

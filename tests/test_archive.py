@@ -44,6 +44,20 @@ def test_archived_runs_read_back_equal_with_their_training_provenance(tmp_path):
     assert archive.write(tmp_path / "empty", "nb", {}) is None
 
 
+def test_an_archived_runs_provenance_names_its_file_inside_the_checkout_not_the_machines_folders(tmp_path,
+                                                                                                monkeypatch):
+    cfg = digits_config()
+    history, = run_together([cfg], cache=tmp_path / "cache", progress=False)
+    checkout = tmp_path / "clone"
+    (checkout / "notebooks").mkdir(parents=True)
+    (checkout / "pyproject.toml").write_text("")
+    path = archive.write(checkout / "figures" / "peers", "nb", {cfg.key(): history})
+    monkeypatch.chdir(checkout / "notebooks")  # where a notebook renders
+    assert archive.read(path)[cfg.key()].provenance["archive"] == "figures/peers/runs/nb.parquet"
+    monkeypatch.chdir(tmp_path)  # outside any checkout: the path as given
+    assert archive.read(path)[cfg.key()].provenance["archive"] == str(path)
+
+
 def test_a_second_render_keeps_the_runs_of_the_first_and_replaces_a_run_of_the_same_key(tmp_path):
     a, b = digits_config(seed=0), digits_config(seed=1)
     ha, hb = run_together([a, b], cache=tmp_path / "cache", progress=False)

@@ -53,8 +53,8 @@ def spread(cell_name: str, mean: float, std: float) -> tuple[str, str]:
     if mean - band > CHANCE:
         return "", ""
     if band <= TOLERANCE:  # Flower's runs themselves sit at chance: the parity is in failing to learn
-        return (f"Flower's 3 runs of {cell_name} stay at chance ({mean:.2f} ± {std:.2f}): a seed agrees only if it does "
-                f"not learn either (its best within {band:g} points of that)"), ""
+        return (f"Flower's 3 runs of {cell_name} stay at chance ({mean:.2f} ± {std:.2f}): a seed agrees only if it "
+                f"does not learn either (its best within {band:g} points of that)"), ""
     spreads = f"Flower's 3 runs of {cell_name} spread ({mean:.2f} ± {std:.2f}): the band, ± {band:.2f} points, "
     if mean - band <= 0 and mean + band >= 100:
         return "", spreads + "admits every accuracy from 0 to 100 %"
