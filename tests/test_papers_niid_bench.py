@@ -108,7 +108,8 @@ def test_parity_claims_compare_the_best_across_rounds_within_flowers_spread(tmp_
     # (best 13 %) is outside the 2-point band, so the claim stays checkable
     at_chance = claims["peers-fmnist-c1-scaffold"]
     assert "stay at chance" in at_chance.caveat and not at_chance.uncheckable
-    assert abs(13.0 - at_chance.rule.value) > at_chance.rule.tolerance
+    learned = pd.DataFrame({"SCAFFOLD": [13.0, 13.5, 12.5]})  # three seeds that learn a little
+    assert ledger.decide_values(at_chance, learned).label == "not reproduced"
     assert [c for c in claims if "stay at chance" in claims[c].caveat] == ["peers-mnist-c1-scaffold",
                                                                          "peers-fmnist-c1-scaffold"]
     # MNIST Dir(0.5) at paper scale: each seed's best round of the per-round curves, in fractions
