@@ -28,7 +28,7 @@ import pyarrow.parquet as pq
 
 from .checkout import figures_root, in_checkout
 from .errors import FedkitError
-from .history import History, replacing
+from .history import History, replacing, worker_seconds
 
 META = b"fedkit.runs"  # the rounds file's metadata key: {config key: {config, diverged, ended_early, provenance}}
 FOLDER = "runs"
@@ -260,6 +260,16 @@ def _largest(frames) -> float:
     return float(max(np.nanmax(frame.to_numpy(), initial=0.0) for frame in frames))
 
 
+def stacks(runs: dict[str, History]) -> dict[frozenset[str], float]:
+    """The seed stacks ``runs`` trained in, each as its runs' keys, with its wall seconds: its longest run's (a seed
+    that diverged stops early, its stack does not). A run trained on its own is a stack of one."""
+    found: dict[frozenset[str], float] = {}
+    for key, run in runs.items():
+        stack = frozenset([key, *run.provenance.get("stacked_with", ())])
+        found[stack] = max(found.get(stack, 0.0), run.provenance["train_seconds"])
+    return found
+
+
 def spent(root: Path) -> pd.DataFrame:
     """The training the archives under ``root`` record, one row per (paper, scale, device, threads): its runs and
     ``hours``, the wall hours of one worker (a process on the CPU, or a GPU) they took. A run trained in a stack
@@ -276,7 +286,7 @@ def spent(root: Path) -> pd.DataFrame:
                                             made.get("segments") or [made]))
     rows = [{"paper": paper, "scale": scale, "device": segment.get("gpu") or segment["device"],
              "threads": segment.get("threads"), "run": training[0],
-             "hours": segment["train_seconds"] / (1 + len(segment.get("stacked_with") or ())) / 3600}
+             "hours": worker_seconds(segment) / 3600}
             for training, (paper, scale, segments) in trainings.items() for segment in segments]
     columns = ["paper", "scale", "device", "threads"]
     if not rows:

@@ -114,6 +114,12 @@ class History:
 MODELS = "models.pt"
 
 
+def worker_seconds(segment: dict) -> float:
+    """A training segment's share of one worker's wall seconds: a stack of n seeds trains them in one process, and
+    each of its runs records the whole stack's seconds, so each counts 1/n of them."""
+    return segment["train_seconds"] / (1 + len(segment.get("stacked_with") or ()))
+
+
 def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 

@@ -18,6 +18,7 @@ import torch
 
 from .config import Config
 from .errors import DataNotFoundError, FedkitError
+from .history import worker_seconds
 
 PROBE_STEPS = 2  # local steps per probe round (round 1 warms up, round 2 is timed)
 SEQUENTIAL_PROBE_CLIENTS = 4  # the sequential engine's time grows linearly with the clients: time a few of them
@@ -187,7 +188,7 @@ class Planner:
             predicted = self.minutes(cfg, self.engine(cfg))
         except FedkitError:
             return
-        out.measured += sum(s["train_seconds"] / (1 + len(s["stacked_with"])) for s in segments) / 60
+        out.measured += sum(map(worker_seconds, segments)) / 60
         out.measured_runs += 1
         out.measured_predicted += predicted
 

@@ -482,11 +482,8 @@ def test_niid_bench_cell_reason_quotes_the_archived_parity_cells():
     from fedkit.papers import peers_claims
 
     runs = archive.read(REPO / "figures" / "peers" / "paper" / "runs" / "niid_bench.parquet")
-    stacks = {}  # a stack's seconds: its longest run's (a seed that diverged stops early, its stack does not)
-    for key, run in runs.items():
-        if run.config["algorithm_args"].get("correction_at") != "in_optimizer":
-            stack = frozenset([key, *run.provenance["stacked_with"]])
-            stacks[stack] = max(stacks.get(stack, 0.0), run.provenance["train_seconds"])
+    stacks = archive.stacks({key: run for key, run in runs.items()
+                             if run.config["algorithm_args"].get("correction_at") != "in_optimizer"})
     assert len(stacks) == peers_claims.STACKS and all(len(stack) == 3 for stack in stacks)
     hours = stacks.values()
     assert peers_claims.STACK_HOURS == (round(min(hours) / 3600, 1), round(max(hours) / 3600, 1))
