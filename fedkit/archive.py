@@ -260,16 +260,6 @@ def _largest(frames) -> float:
     return float(max(np.nanmax(frame.to_numpy(), initial=0.0) for frame in frames))
 
 
-def stacks(runs: dict[str, History]) -> dict[frozenset[str], float]:
-    """The seed stacks ``runs`` trained in, each as its runs' keys, with its wall seconds: its longest run's (a seed
-    that diverged stops early, its stack does not). A run trained on its own is a stack of one."""
-    found: dict[frozenset[str], float] = {}
-    for key, run in runs.items():
-        stack = frozenset([key, *run.provenance.get("stacked_with", ())])
-        found[stack] = max(found.get(stack, 0.0), run.provenance["train_seconds"])
-    return found
-
-
 def spent(root: Path) -> pd.DataFrame:
     """The training the archives under ``root`` record, one row per (paper, scale, device, threads): its runs and
     ``hours``, the wall hours of one worker (a process on the CPU, or a GPU) they took. A run trained in a stack

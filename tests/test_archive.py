@@ -44,18 +44,6 @@ def test_archived_runs_read_back_equal_with_their_training_provenance(tmp_path):
     assert archive.write(tmp_path / "empty", "nb", {}) is None
 
 
-def test_stacks_groups_runs_by_the_stack_they_trained_in_and_takes_its_longest_runs_seconds():
-    a, b, c, alone = (digits_config(seed=s) for s in range(4))
-    histories = run_together([a, b, c], cache=None, progress=False)
-    seconds = (100.0, 40.0, 90.0)  # b diverged early: the stack still ran for 100 s
-    runs = {cfg.key(): dataclasses.replace(h, provenance={**h.provenance, "train_seconds": s})
-            for cfg, h, s in zip((a, b, c), histories, seconds)}
-    solo, = run_together([alone], cache=None, progress=False)
-    runs[alone.key()] = solo
-    assert archive.stacks(runs) == {frozenset({a.key(), b.key(), c.key()}): 100.0,
-                                    frozenset({alone.key()}): solo.provenance["train_seconds"]}
-
-
 def test_an_archived_runs_provenance_names_its_file_inside_the_checkout_not_the_machines_folders(tmp_path,
                                                                                                 monkeypatch):
     cfg = digits_config()

@@ -20,7 +20,7 @@ render. SCAFFOLD's correction placement is decided at NIID-Bench's own MNIST Dir
 figures/peers/scaffold_placement.csv."""
 from __future__ import annotations
 
-from ..ledger import Claim, Gap, Measure, Threshold, Within, headlines, paper_plan, with_paper_plan
+from ..ledger import Claim, Gap, Measure, Threshold, Within, headlines
 from .niid_bench import FLOWER
 
 SOURCE = "niid_bench.csv"
@@ -112,21 +112,5 @@ def placement_claims() -> list[Claim]:
     ]
 
 
-CLAIMS = [
-    *(parity(dataset, partition, method) for (dataset, partition) in FLOWER for method in METHODS),
-    *placement_claims(),
-]
-# Why a parity cell is not run at paper scale: ledger.PAPER_PLAN's plan of the notebook's runs left, of which the
-# cell's 3 runs (every cell trains the same steps: the full data set over 10 clients, 10 epochs, 50 rounds), and what
-# a cell's 3-seed stack took here: the fastest and slowest of the parity stacks in the run archive (a stack's time is
-# its longest run's)
-# (figures/peers/paper/runs/niid_bench.parquet; their provenance's training seconds, 1 torch thread)
-RUNS, MINUTES = 159, 4456.2  # the notebook's row of that plan (its 180 runs less the 21 trained)
-STACKS, STACK_HOURS = 17, (0.8, 2.4)
-CELL_PLAN = (f"{paper_plan(RUNS, MINUTES)}, of which its cell's 3 (measured: each of the {STACKS} parity cells "
-             f"archived so far trained its 3 seeds in {STACK_HOURS[0]}–{STACK_HOURS[1]} h on one core beside another "
-             "job), queued as a CPU slice and for a lent GPU (`benchmarks/results/campaign_queue.md`), to render "
-             "beside the cells rendered so far with the notebook's `cell_labels`")
-PAPER_PLAN = {claim.id: CELL_PLAN for claim in CLAIMS if claim.paper_measure is None}
-CLAIMS = headlines(with_paper_plan(CLAIMS, PAPER_PLAN), "peers-mnist-dir(0.5)-fedavg",
-                   "peers-scaffold-in-optimizer-diverges")
+CLAIMS = headlines([*(parity(dataset, partition, method) for (dataset, partition) in FLOWER for method in METHODS),
+                    *placement_claims()], "peers-mnist-dir(0.5)-fedavg", "peers-scaffold-in-optimizer-diverges")
