@@ -211,9 +211,10 @@ def fig2_claims(dataset: str, data: str) -> list[Claim]:
 
 
 def fig6_claims(dataset: str, data: str) -> list[Claim]:
-    item = f"Fig. 6, {data}, final accuracy % (diverged: 0)"
+    item = f"Fig. 6, {data}, final accuracy % (mean of the last 10 % of rounds; diverged: 0)"
+    # a gain in curves read over their tail, as DRAG's curves are: one round swings by up to 8 points (Scaffold, FMNIST)
     measure = Measure("fig6_tailored_baselines_seeds.csv", "test_accuracy", where={"dataset": dataset},
-                      reduce="last", fill=0.0, percent=True)
+                      reduce="tail:0.1", fill=0.0, percent=True)
     return [Claim(f"taco-fig6-{dataset}-{m.lower()}", T, item,
                   f"{m} with TACO's tailored coefficient gains over plain {m} (≥ 1 point)",
                   "a performance gain (curves only)", replace(measure, names=(f"{m}-TACO", m)),
