@@ -52,6 +52,11 @@ GPU_MISSING = f"{WAITING} (`fedkit figures --scale paper --plan` lists its runs)
 UNCHECKABLE = "no result can contradict it"  # how the reason of a claim with ``uncheckable`` begins
 
 
+def tail(values, n: float):
+    """The last ``n`` of a run's per-round ``values``, or, with n < 1, the last fraction n of them (at least one)."""
+    return values[-(max(1, int(n * len(values))) if n < 1 else int(n)):]
+
+
 # ---- measures: a committed CSV -> one value per (seed, quantity) ------------------------------------------------
 
 @dataclass(frozen=True)
@@ -117,9 +122,9 @@ class Measure:
             return float(values[-1])
         if kind == "best":
             return float(np.nanmax(values)) if np.isfinite(values).any() else math.nan
-        if kind in ("tail", "tailstd"):  # the last N rows, or the last fraction N < 1 of them
-            n = max(1, int(float(arg) * len(values))) if float(arg) < 1 else int(arg)
-            return float(np.mean(values[-n:]) if kind == "tail" else np.std(values[-n:], ddof=1))
+        if kind in ("tail", "tailstd"):
+            last = tail(values, float(arg))
+            return float(np.mean(last) if kind == "tail" else np.std(last, ddof=1))
         if kind == "reach":
             hit = np.flatnonzero(values >= float(arg))
             rounds = run["round"].to_numpy() if "round" in run else np.arange(len(run))

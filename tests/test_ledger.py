@@ -5,6 +5,7 @@ import math
 import subprocess
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from hypothesis import given, settings
@@ -163,6 +164,8 @@ def test_ledger_measure_reduces_rounds_per_run():
     reach = Measure("x.csv", "acc", reduce="reach:0.85").raw(frame)
     assert reach.loc[0, "A"] == 2 and math.isnan(reach.loc[1, "A"]) and reach.loc[0, "B"] == 3
     spread = Measure("x.csv", "acc", reduce="tailstd:0.5").values(frame)
+    assert list(ledger.tail(np.arange(101), 0.1)) == list(range(91, 101))  # 10 % of rounds 0-100: 91-100
+    assert list(ledger.tail(np.arange(4), 0.1)) == [3] and list(ledger.tail(np.arange(4), 2)) == [2, 3]
     assert spread.loc[1, "A"] == pytest.approx(pd.Series([0.3, 0.4]).std())
     with pytest.raises(FedkitError, match=r"no column\(s\) \['nope'\]"):
         Measure("x.csv", "nope").values(frame)
@@ -484,8 +487,8 @@ def test_every_checkable_niid_bench_cell_is_decided_at_paper_scale_from_its_arch
     runs = archive.read(REPO / "figures" / "peers" / "paper" / "runs" / "niid_bench.parquet")
     stacks = {frozenset([key, *run.provenance["stacked_with"]]) for key, run in runs.items()
               if run.config["algorithm_args"].get("correction_at") != "in_optimizer"}
-    checkable = [peers_claims.parity(*cell, method) for cell in peers_claims.FLOWER for method in peers_claims.METHODS
-                 if not peers_claims.parity(*cell, method).uncheckable]
+    parity = [peers_claims.parity(*cell, method) for cell in peers_claims.FLOWER for method in peers_claims.METHODS]
+    checkable = [claim for claim in parity if not claim.uncheckable]
     assert len(stacks) == len(checkable) and all(len(stack) == 3 for stack in stacks)
     frame = pd.read_csv(REPO / "figures" / "ledger.csv").set_index(["id", "scale"])
     for claim in checkable:
