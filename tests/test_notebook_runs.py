@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from conftest import needed_data
-from fedkit import archive
+from fedkit import archive, derived
 from fedkit.figures import WRITTEN_LOG
 
 pytestmark = pytest.mark.notebook_runs  # opt in: deselected by the default addopts (pyproject.toml)
@@ -33,8 +33,8 @@ def ran_at_ci(notebook: Path) -> set[str]:
 def archived_keys(written_log: Path) -> set[str]:
     """The config keys in the run archives a notebook's saves wrote (as the last save left them)."""
     paths = {Path(line) for line in written_log.read_text(encoding="utf-8").split()} if written_log.exists() else set()
-    return {key for path in paths if path.name.endswith(".parquet") and not path.name.endswith(".clients.parquet")
-            for key in archive.read(path)}
+    return {key for path in paths if path.name.endswith(".parquet")
+            and not path.name.endswith((".clients.parquet", derived.SUFFIX)) for key in archive.read(path)}
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: f"{p.parent.name}/{p.stem}")

@@ -204,3 +204,13 @@ def test_untimed_runs_take_the_faster_engine_below_paper_scale():
         assert untimed.replace(engine="sequential") == timed
     assert taco.config("fmnist", "paper", timed=False) == taco.config("fmnist", "paper")
     assert taco.scalability_config("adult", "small", timed=False).engine == "auto"
+
+
+@pytest.mark.parametrize("scale, every", [("ci", 1), ("small", 10), ("paper", 25)])
+def test_fig7_long_runs_test_the_grids_last_round(scale, every):
+    """The notebook reads the long runs at the grid's T: at paper T = 100, so every 33rd round would miss it."""
+    grid = taco.config("mnist", scale, timed=False)
+    long = taco.run_length_configs(scale)
+    assert sorted(long) == [0.0, 1 / grid.local_steps, 1.0]
+    for c in long.values():
+        assert c.eval_every == every and grid.rounds % c.eval_every == 0 and c.rounds > grid.rounds
