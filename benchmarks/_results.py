@@ -9,9 +9,10 @@ A script, run as ``python benchmarks/<name>.py`` from the repository root, impor
     ... measure ...
     _results.write_csv(out, [{...figures..., **_results.machine_columns(args.device, load)}])
 
-The machine columns: device, gpu (the GPU model, empty on a CPU), cpu (its model), torch, threads (torch's thread
-count), commit and uncommitted (fedkit's checkout, as fedkit.provenance records it), started (UTC, when the
-benchmark began measuring), and load_before / load_after (the 1-, 5- and 15-minute load averages, "1.02 0.98 1.10").
+The machine columns: device, gpu (the GPU model, empty on a CPU), cpu (its model), cpu_capability (the vector
+instructions torch's CPU kernels use: AVX2, AVX512, ...), torch, threads (torch's thread count), commit and
+uncommitted (fedkit's checkout, as fedkit.provenance records it), started (UTC, when the benchmark began measuring),
+and load_before / load_after (the 1-, 5- and 15-minute load averages, "1.02 0.98 1.10").
 """
 from __future__ import annotations
 

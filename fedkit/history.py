@@ -38,15 +38,16 @@ class History:
 
     def same_arithmetic(self, other: History) -> bool:
         """Whether two runs did their float operations alike, so that equal maths gives equal bits: each trained in
-        one process (not resumed) on the same engine, device, CPU or GPU model, torch, thread count and seed-stack
-        height. Otherwise they agree only to float order, a difference that compounds over the rounds."""
+        one process (not resumed) on the same engine, device, CPU or GPU model, CPU vector instructions, torch, thread
+        count and seed-stack height. Otherwise they agree only to float order, a difference that compounds over the
+        rounds."""
         def arithmetic(h: History):
             p = h.provenance
             if not p or p.get("resumed_after_round") or len(p.get("segments", [p])) != 1:
                 return None  # unknown (trained before provenance) or trained in several processes
             engines = tuple(h.rounds["engine"].dropna().unique()) if "engine" in h.rounds else ()
             return (engines, len(p.get("stacked_with", [])),
-                    *(p.get(k) for k in ("device", "gpu", "cpu", "torch", "threads")))
+                    *(p.get(k) for k in ("device", "gpu", "cpu", "cpu_capability", "torch", "threads")))
 
         mine = arithmetic(self)
         return mine is not None and mine == arithmetic(other)

@@ -1,5 +1,6 @@
 """Where a result came from: the code (fedkit's commit and its uncommitted changes) and the machine that trained it
-(device and GPU model, torch, threads, CPU). A finished run's History and a figure's CSV both record it."""
+(device and GPU model, torch, threads, CPU, and the vector instructions torch's CPU kernels dispatch to, which a CPU's
+model name such as "AMD EPYC" does not fix). A finished run's History and a figure's CSV both record it."""
 from __future__ import annotations
 
 import platform
@@ -44,5 +45,9 @@ def machine(device: str) -> dict:
     if device.startswith("cuda") and torch.cuda.is_available():
         gpu = torch.cuda.get_device_name(torch.device(device))
     commit, uncommitted = code_state()
-    return {"device": device, "gpu": gpu, "cpu": _cpu_model(), "torch": torch.__version__,
+    return {"device": device, "gpu": gpu, "cpu": _cpu_model(),
+            "cpu_capability": torch.backends.cpu.get_cpu_capability(), "torch": torch.__version__,
             "threads": torch.get_num_threads(), "commit": commit, "uncommitted": bool(uncommitted)}
+
+
+code_state()  # at import, before any run: a run finishing after the checkout moved on still names the code it ran

@@ -4,6 +4,7 @@ import dataclasses
 import json
 import os
 import shutil
+import subprocess
 import sys
 import threading
 
@@ -257,16 +258,24 @@ def test_provenance_marks_the_runs_timed_without_the_cache(tmp_path):
     assert runs[timed.key()]["cached"] is False and "cached" not in runs[kept.key()]
 
 
+def test_a_process_reads_its_code_state_at_import_so_a_long_run_names_the_code_it_ran():
+    """A worker that finishes hours after the checkout moved on records the commit it imported, not the new HEAD."""
+    probe = "import fedkit.provenance as p; print(p.code_state.cache_info().currsize)"
+    assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout == "1\n"
+
+
 def test_same_arithmetic_tells_runs_trained_alike_from_runs_trained_apart(tmp_path):
     cfg = digits_config(seed=3)
     first, again = (run(cfg, cache=tmp_path / name, progress=False) for name in ("a", "b"))
     assert first.same_arithmetic(again)
     pd.testing.assert_series_equal(first.rounds["test_accuracy"], again.rounds["test_accuracy"])
     pd.testing.assert_series_equal(first.rounds["train_loss"], again.rounds["train_loss"])
+    assert first.provenance["cpu_capability"] == torch.backends.cpu.get_cpu_capability()
     other_threads = dataclasses.replace(again, provenance={**again.provenance, "threads": 7})
+    other_simd = dataclasses.replace(again, provenance={**again.provenance, "cpu_capability": "DEFAULT"})
     resumed = dataclasses.replace(again, provenance={**again.provenance, "resumed_after_round": 1})
     stacked, _ = run_together([cfg, digits_config(seed=4)], cache=tmp_path / "c", progress=False)
-    assert not any(first.same_arithmetic(h) for h in (other_threads, resumed, stacked))
+    assert not any(first.same_arithmetic(h) for h in (other_threads, other_simd, resumed, stacked))
     assert not dataclasses.replace(first, provenance={}).same_arithmetic(first)  # trained before provenance: unknown
 
 
