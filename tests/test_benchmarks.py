@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-MACHINE = ("device", "cpu", "cpu_capability", "torch", "threads", "commit", "uncommitted", "started", "load_before", "load_after")
+MACHINE = ("device", "cpu", "cpu_capability", "torch", "threads", "commit", "uncommitted", "started", "load_before",
+           "load_after")
 
 
 def bench(script: str, *args, timeout: float = 120) -> subprocess.CompletedProcess:
