@@ -362,6 +362,7 @@ class Claim:
     deterministic: str = ""  # why no seed can change the result (a computed toy): one evaluation then decides
     headline: bool = False  # one of its paper's headline claims, listed in REPRODUCTION.md's summary
     paper_measure: Measure | None = None  # the query at paper scale, where its rows differ from small's (stand-ins)
+    paper_rule: Rule | None = None  # the rule at paper scale, where the paper's setting names other quantities
     uncheckable: str = ""
 
 
@@ -381,6 +382,10 @@ def measure_at(claim: Claim, scale: str) -> Measure | None:
     return claim.paper_measure if scale == "paper" and claim.paper_measure is not None else claim.measure
 
 
+def rule_at(claim: Claim, scale: str) -> Rule | None:
+    return claim.paper_rule if scale == "paper" and claim.paper_rule is not None else claim.rule
+
+
 def source_path(claim: Claim, scale: str, root: Path) -> Path:
     folder = root / claim.paper if scale == "small" else root / claim.paper / "paper"
     return folder / measure_at(claim, scale).source
@@ -392,6 +397,7 @@ def decide(claim: Claim, scale: str, root: Path) -> Verdict:
     load), unless the rows of a slice already refute it (``_refuted_by_a_slice``)."""
     if claim.uncheckable:
         return Verdict("not comparable", f"{UNCHECKABLE}: {claim.uncheckable}", 0, "—")
+    claim = dataclasses.replace(claim, rule=rule_at(claim, scale))
     missing = claim.missing if scale == "small" else claim.paper_missing
     measure = measure_at(claim, scale)
     path = source_path(claim, scale, root) if measure is not None else None
@@ -599,7 +605,7 @@ def ledger_frame(all_claims: list[Claim], root: Path) -> pd.DataFrame:
         for scale in SCALES:
             v = decide(c, scale, root)
             source = "" if c.measure is None else str(source_path(c, scale, root).relative_to(root))
-            rows.append({"paper": c.paper, "id": c.id, "item": c.item, "claim": c.claim, "rule": _rule_text(c),
+            rows.append({"paper": c.paper, "id": c.id, "item": c.item, "claim": c.claim, "rule": _rule_text(c, scale),
                          "paper_value": c.paper_value, "fedkit_value": v.value, "seeds": v.seeds, "scale": scale,
                          "verdict": v.label, "why": v.reason + (f"; {c.caveat}" if c.caveat else ""),
                          "seeds_agreeing": v.agreeing, "margin": _rounded(v.margin), "margin_low": _rounded(v.low),
@@ -611,8 +617,9 @@ def _rounded(x: float) -> float:
     return float(f"{x:.4g}") if math.isfinite(x) else x
 
 
-def _rule_text(c: Claim) -> str:
-    return "" if c.rule is None else c.rule.text
+def _rule_text(c: Claim, scale: str) -> str:
+    rule = rule_at(c, scale)
+    return "" if rule is None else rule.text
 
 
 def headlines(all_claims: list[Claim], *ids: str) -> list[Claim]:

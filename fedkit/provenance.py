@@ -14,7 +14,7 @@ def _git(root: Path, *args: str) -> str | None:
         done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired):
         return None
-    return done.stdout.strip() if done.returncode == 0 else None
+    return done.stdout.rstrip() if done.returncode == 0 else None
 
 
 @cache

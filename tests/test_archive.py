@@ -264,6 +264,21 @@ def test_a_process_reads_its_code_state_at_import_so_a_long_run_names_the_code_i
     assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout == "1\n"
 
 
+def test_uncommitted_changes_keep_git_statuss_two_columns_on_every_line(tmp_path):
+    """The first line of `git status --porcelain` keeps its leading blank (" M": changed, not staged) like the rest."""
+    from fedkit.provenance import _git
+
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(git + ["init", "-q"], cwd=tmp_path, check=True)
+    for name in ("a.py", "b.py"):
+        (tmp_path / name).write_text("x = 1\n")
+    subprocess.run(git + ["add", "."], cwd=tmp_path, check=True)
+    subprocess.run(git + ["commit", "-qm", "c"], cwd=tmp_path, check=True)
+    for name in ("a.py", "b.py"):
+        (tmp_path / name).write_text("x = 2\n")
+    assert _git(tmp_path, "status", "--porcelain").splitlines() == [" M a.py", " M b.py"]
+
+
 def test_same_arithmetic_tells_runs_trained_alike_from_runs_trained_apart(tmp_path):
     cfg = digits_config(seed=3)
     first, again = (run(cfg, cache=tmp_path / name, progress=False) for name in ("a", "b"))

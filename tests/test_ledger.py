@@ -462,6 +462,25 @@ def test_taco_fig2_claims_read_table5s_runs_at_every_seed_at_paper_scale(tmp_pat
     assert ledger.measure_at(claims["taco-fig2-fmnist-stem-above"], "small").source == "fig2_re_evaluation.csv"
 
 
+def test_taco_fig7_reads_gamma_star_at_each_scales_own_1_over_k(tmp_path):
+    """γ* ≈ 1/K: the small scale's K = 20 (1/K = 0.05) compares the grid's 0.1 with γ = 1, the paper's K = 100 the
+    grid's 0.01. The same CSV, where 0.01 beats γ = 1 on every seed and 0.1 loses to it, decides them apart."""
+    from fedkit.papers import taco, taco_claims
+
+    assert [taco.nearest_one_over_k(k) for k in (20, 100, 1000, 3)] == [0.1, 0.01, 0.001, 1.0]
+    near = {c.id: c for c in taco_claims.CLAIMS}["taco-fig7-mnist-near-1-over-k"]
+    finals = {0.0: [80, 81, 82], 0.001: [80, 81, 82], 0.01: [95, 96, 97], 0.1: [85, 86, 87], 1.0: [90, 91, 92]}
+    frame = pd.DataFrame([{"dataset": "mnist", "gamma": g, "seed": s, "final accuracy": a}
+                          for g, accs in finals.items() for s, a in enumerate(accs)])
+    for folder in (tmp_path / "taco", tmp_path / "taco" / "paper"):
+        folder.mkdir(parents=True, exist_ok=True)
+        frame.to_csv(folder / "fig7_gamma_sensitivity.csv", index=False)
+    assert ledger.decide(near, "small", tmp_path).label == "not reproduced"
+    assert ledger.decide(near, "paper", tmp_path).label == "reproduced"
+    rules = ledger.ledger_frame([near], tmp_path).set_index("scale")["rule"]
+    assert (rules["small"], rules["paper"]) == ("γ = 0.1 > γ = 1", "γ = 0.01 > γ = 1")
+
+
 def test_feddual_fig13_at_table1s_alpha_reads_table1s_runs_at_paper_scale():
     """Fig. 13's paper-scale column at Table 1's α lists exactly Table 1's runs (the same configs), so its claim reads
     Table 1's CSV, all nine methods; the other α read the heterogeneity CSV."""

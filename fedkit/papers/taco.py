@@ -13,6 +13,7 @@ local step, measured alone on the sequential engine (``step_clock``).
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import numpy as np
 import pandas as pd
@@ -217,6 +218,14 @@ def clocked(history: History, step_seconds: float) -> History:
     return dataclasses.replace(history, rounds=rounds)
 
 
+FIG7_GAMMAS = (0.0, 0.001, 0.01, 0.1, 1.0)  # Fig. 7's grid of the maximum correction γ (Sec. V-E)
+
+
+def nearest_one_over_k(k: int) -> float:
+    """Fig. 7's γ nearest 1/K on a log scale, where the paper finds the best γ (γ* ≈ 1/K; γ = 0 has no logarithm)."""
+    return min(FIG7_GAMMAS[1:], key=lambda g: abs(math.log(g * k)))
+
+
 def run_length_configs(scale: str, seed: int = 0, device: str = "cpu") -> dict[float, Config]:
     """Fig. 7's long MNIST runs (TACO, detection off) by γ: 0, 1/K and 1, past the grid's T (2T at ci, 100 rounds at
     small, 3T at paper). They test every d-th round, d the largest divisor of T up to T/3, so that round T, where the
@@ -343,7 +352,7 @@ def runs(notebook: str, scale: str, seed: int = 0, device: str = "cpu") -> dict[
     if notebook == "fig7_gamma_sensitivity":  # the γ grid at every seed, the long MNIST runs at the first seed
         grid = {}
         for d in ("mnist", "fmnist", "cifar10"):
-            for gamma in (0.0, 0.001, 0.01, 0.1, 1.0):
+            for gamma in FIG7_GAMMAS:
                 c = untimed(d, algorithm_args={"gamma": gamma, "detect": False})
                 grid[f"{d}/γ={gamma}"] = c.replace(eval_every=c.rounds)
         out = seeded(grid, n_seeds)
