@@ -112,12 +112,25 @@ def _store(path: Path, histories: dict[str, History]) -> None:
     table = pa.Table.from_pandas(rounds, preserve_index=False)
     table = table.replace_schema_metadata({**(table.schema.metadata or {}),
                                            META: json.dumps(runs, default=str).encode()})
+    if _holds(path, table, pa.Table.from_pandas(clients, preserve_index=False)):
+        return
     with replacing(path.with_suffix(".clients.parquet")) as tmp:
         clients.to_parquet(tmp, index=False, compression="zstd")
     with replacing(path) as tmp:  # last: its metadata names the runs
         pq.write_table(table, tmp, compression="zstd")
     index.cache_clear()
     _frames.cache_clear()
+
+
+def _holds(path: Path, table: pa.Table, clients: pa.Table) -> bool:
+    """Whether the archive at ``path`` already holds these rounds, runs and clients: rewriting it would change only
+    the library versions its pandas metadata names (a render from the archive on another machine leaves it as is)."""
+    clients_file = path.with_suffix(".clients.parquet")
+    if not (path.exists() and clients_file.exists()):
+        return False
+    held = pq.read_table(path)
+    return ((held.schema.metadata or {}).get(META) == table.schema.metadata[META] and held.equals(table)
+            and pq.read_table(clients_file).equals(clients))
 
 
 def read(path: str | Path) -> dict[str, History]:

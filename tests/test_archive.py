@@ -72,6 +72,20 @@ def test_a_second_render_keeps_the_runs_of_the_first_and_replaces_a_run_of_the_s
     pd.testing.assert_frame_equal(back[a.key()].rounds, ha.rounds)
 
 
+def test_archiving_the_runs_a_file_already_holds_leaves_it_untouched(tmp_path):
+    """A render from the archive on another machine (another pandas in the metadata) rewrites no file."""
+    a, b = digits_config(seed=0), digits_config(seed=1)
+    ha, hb = run_together([a, b], cache=tmp_path / "cache", progress=False)
+    path = archive.write(tmp_path / "figures", "nb", {a.key(): ha, b.key(): hb})
+    files = (path, path.with_suffix(".clients.parquet"))
+    inodes = [f.stat().st_ino for f in files]
+    archive.write(tmp_path / "figures", "nb", archive.read(path))
+    assert [f.stat().st_ino for f in files] == inodes
+    archive.write(tmp_path / "figures", "nb", {b.key(): archive.Archived(hb.config, hb.rounds.iloc[:1], hb.clients,
+                                                                         False, False)})
+    assert [f.stat().st_ino for f in files] != inodes
+
+
 def test_writers_of_one_archive_take_turns_and_keep_the_runs_another_process_wrote(tmp_path):
     fcntl = pytest.importorskip("fcntl")
     a, b, c = (digits_config(seed=s) for s in (0, 1, 2))
