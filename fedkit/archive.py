@@ -112,10 +112,11 @@ def _store(path: Path, histories: dict[str, History]) -> None:
     table = pa.Table.from_pandas(rounds, preserve_index=False)
     table = table.replace_schema_metadata({**(table.schema.metadata or {}),
                                            META: json.dumps(runs, default=str).encode()})
-    if _holds(path, table, pa.Table.from_pandas(clients, preserve_index=False)):
+    clients = pa.Table.from_pandas(clients, preserve_index=False)
+    if _holds(path, table, clients):
         return
     with replacing(path.with_suffix(".clients.parquet")) as tmp:
-        clients.to_parquet(tmp, index=False, compression="zstd")
+        pq.write_table(clients, tmp, compression="zstd")
     with replacing(path) as tmp:  # last: its metadata names the runs
         pq.write_table(table, tmp, compression="zstd")
     index.cache_clear()
@@ -128,9 +129,9 @@ def _holds(path: Path, table: pa.Table, clients: pa.Table) -> bool:
     clients_file = path.with_suffix(".clients.parquet")
     if not (path.exists() and clients_file.exists()):
         return False
-    held = pq.read_table(path)
-    return ((held.schema.metadata or {}).get(META) == table.schema.metadata[META] and held.equals(table)
-            and pq.read_table(clients_file).equals(clients))
+    if (pq.read_schema(path).metadata or {}).get(META) != table.schema.metadata[META]:
+        return False  # other runs or provenance: decided from the footer, without reading the tables
+    return pq.read_table(path).equals(table) and pq.read_table(clients_file).equals(clients)
 
 
 def read(path: str | Path) -> dict[str, History]:

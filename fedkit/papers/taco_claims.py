@@ -325,19 +325,18 @@ def fig7_claims(dataset: str, data: str) -> list[Claim]:
             + "; ".join(f"{scale}: K = {cfg.local_steps}, T = {cfg.rounds}, 1/K = {1 / cfg.local_steps:g}"
                         for scale, cfg in runs.items()) + ")")
 
-    def measure(scale):
-        return Measure("fig7_gamma_sensitivity.csv", "final accuracy", by="gamma", where={"dataset": dataset},
-                       fill=0.0, names=tuple(sorted({0.0, near[scale], 0.1, 1.0})))
+    measure = {scale: Measure("fig7_gamma_sensitivity.csv", "final accuracy", by="gamma", where={"dataset": dataset},
+                              fill=0.0, names=tuple(sorted({0.0, gamma, 0.1, 1.0}))) for scale, gamma in near.items()}
 
     floor = CHANCE_PCT if dataset == "cifar10" else {}
     caveat = "γ = 1 is the top of the paper's grid {0, 0.001, 0.01, 0.1, 1}: larger γ untried"
     return [
         Claim(f"taco-fig7-{dataset}-near-1-over-k", T, item, "the best γ is ≈ 1/K, and too large a γ hurts: the "
               f"grid's γ nearest 1/K on a log scale (small: {near['small']:g}, paper: {near['paper']:g}) above γ = 1 "
-              "(diverged: 0)", "γ* ≈ 1/K", measure("small"), GammaOrder((near["small"], 1.0)), caveat=caveat,
-              paper_measure=measure("paper"), paper_rule=GammaOrder((near["paper"], 1.0)), **floor),
+              "(diverged: 0)", "γ* ≈ 1/K", measure["small"], GammaOrder((near["small"], 1.0)), caveat=caveat,
+              paper_measure=measure["paper"], paper_rule=GammaOrder((near["paper"], 1.0)), **floor),
         Claim(f"taco-fig7-{dataset}-correction-helps", T, item, "the correction helps: γ = 0.1 above γ = 0",
-              "larger γ often better", measure("small"), GammaOrder((0.1, 0.0)), paper_measure=measure("paper"),
+              "larger γ often better", measure["small"], GammaOrder((0.1, 0.0)), paper_measure=measure["paper"],
               **floor),
     ]
 
